@@ -1,0 +1,57 @@
+"""Request-scoped dependencies: the unit of work, the authenticated tenant, the memory service."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+
+import structlog
+from litestar import Request
+from litestar.datastructures import State
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.memory.context import MemoryDeps
+from app.memory.repository import MemoryRepository
+from app.memory.service import MemoryService
+from app.state import Services
+from app.tenancy.auth import Principal, authenticate
+
+
+async def provide_transaction(db_session: AsyncSession) -> AsyncGenerator[AsyncSession, None]:
+    """The request's unit of work: commit after the handler succeeds, roll back on any error.
+
+    Committing here (not in a before-send hook) means a failed commit becomes an error response
+    instead of an acknowledged write that was never stored.
+    """
+    try:
+        yield db_session
+    except BaseException:
+        await db_session.rollback()
+        raise
+    else:
+        await db_session.commit()
+
+
+async def provide_principal(request: Request[object, object, State], transaction: AsyncSession) -> Principal:
+    principal = await authenticate(transaction, request.headers.get("authorization"))
+    request.scope["state"]["tenant_id"] = str(principal.tenant)
+    structlog.contextvars.bind_contextvars(tenant_id=str(principal.tenant))
+    return principal
+
+
+def services_of(state: State) -> Services:
+    services: Services = state.services
+    return services
+
+
+async def provide_memory_service(
+    state: State, principal: Principal, transaction: AsyncSession
+) -> MemoryService:
+    services = services_of(state)
+    deps = MemoryDeps(
+        repo=MemoryRepository(transaction, principal.tenant),
+        embedder=services.require_embedder(),
+        settings=services.settings,
+        counter=services.counter,
+        clock=services.clock,
+    )
+    return MemoryService(deps, actor=f"key:{principal.key_id}")

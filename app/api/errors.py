@@ -1,0 +1,67 @@
+"""One place that turns exceptions into the API's error shape `{"error", "detail"}`."""
+
+from __future__ import annotations
+
+from litestar import Request, Response
+from litestar.exceptions import HTTPException, ValidationException
+
+from app.embeddings.base import EmbeddingError
+from app.lib.errors import EngramError
+from app.lib.logging import get_logger
+from app.lib.redaction import redact
+
+log = get_logger("engram.errors")
+
+_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "validation_error",
+    429: "rate_limited",
+    503: "unavailable",
+}
+
+
+def _error(status: int, code: str, detail: str) -> Response[dict[str, str]]:
+    return Response({"error": code, "detail": redact(detail).text}, status_code=status)
+
+
+def engram_error(_: Request[object, object, object], exc: EngramError) -> Response[dict[str, str]]:
+    return _error(exc.status_code, exc.code, exc.detail)
+
+
+def http_error(_: Request[object, object, object], exc: HTTPException) -> Response[dict[str, str]]:
+    if isinstance(exc, ValidationException):
+        # Malformed JSON is a 400; a well-formed body that breaks the schema is a 422.
+        detail = str(exc.detail)
+        extra = exc.extra if isinstance(exc.extra, list) else []
+        messages = [f"{e.get('key', '')}: {e.get('message', '')}".strip(": ") for e in extra if isinstance(e, dict)]
+        if messages:
+            detail = "; ".join(messages)
+        status = 400 if "JSON is malformed" in detail or "malformed" in detail.lower() else 422
+        return _error(status, _CODES[status], detail)
+    status = exc.status_code
+    return _error(status, _CODES.get(status, "error"), str(exc.detail))
+
+
+def embedding_error(_: Request[object, object, object], exc: EmbeddingError) -> Response[dict[str, str]]:
+    log.warning("embedding_failed", error=str(exc))
+    return _error(503, "unavailable", "the embedding provider failed; try again later")
+
+
+def unexpected_error(_: Request[object, object, object], exc: Exception) -> Response[dict[str, str]]:
+    log.error("unhandled_error", error_type=type(exc).__name__, exc_info=exc)
+    return _error(500, "internal_error", "an unexpected error occurred; it has been logged")
+
+
+EXCEPTION_HANDLERS = {
+    EngramError: engram_error,
+    HTTPException: http_error,
+    EmbeddingError: embedding_error,
+    Exception: unexpected_error,
+}

@@ -1,0 +1,142 @@
+"""/v1/memories, /v1/recall, /v1/forget, /v1/stats: HTTP <-> memory service, nothing else."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from litestar import Controller, delete, get, patch, post
+from litestar.params import Parameter
+
+from app.api.convert import history_out, recall_input, recall_out, remember_input, remember_out
+from app.api.schemas import (
+    BatchIn,
+    BatchOut,
+    EraseReceipt,
+    ForgetIn,
+    ForgottenOut,
+    HistoryOut,
+    MemoryIn,
+    MemoryOut,
+    MemoryPage,
+    MemoryPatch,
+    RecallIn,
+    RecallOut,
+    RememberOut,
+    StatsOut,
+)
+from app.lib.errors import ValidationFailed
+from app.memory.models import ForgetFilter
+from app.memory.service import MemoryService
+
+MAX_BATCH = 1000
+Limit = Annotated[int, Parameter(ge=1, le=500)]
+
+
+class MemoryController(Controller):
+    path = "/v1/memories"
+    tags = ["memories"]
+
+    @post("/", status_code=201)
+    async def create(self, data: MemoryIn, memory_service: MemoryService) -> RememberOut:
+        return remember_out(await memory_service.remember(remember_input(data)))
+
+    @post("/batch", status_code=201)
+    async def create_batch(self, data: BatchIn, memory_service: MemoryService) -> BatchOut:
+        if not 1 <= len(data.items) <= MAX_BATCH:
+            raise ValidationFailed(f"items must hold between 1 and {MAX_BATCH} memories")
+        results = await memory_service.remember_many([remember_input(i) for i in data.items])
+        return BatchOut(results=[remember_out(r) for r in results])
+
+    @get("/")
+    async def list_memories(
+        self,
+        memory_service: MemoryService,
+        user_id: str,
+        project_id: str | None = None,
+        status: str | None = None,
+        type: str | None = None,  # noqa: A002 - the API's field name
+        subject: str | None = None,
+        q: str | None = None,
+        limit: Limit = 50,
+        cursor: str | None = None,
+    ) -> MemoryPage:
+        items, next_cursor = await memory_service.list(
+            user_id,
+            project_id=project_id,
+            status=status,
+            mtype=type,
+            subject=subject,
+            q=q,
+            limit=limit,
+            cursor=cursor,
+        )
+        return MemoryPage(items=[MemoryOut.of(m) for m in items], next_cursor=next_cursor)
+
+    @get("/{memory_id:uuid}")
+    async def get_memory(self, memory_id: uuid.UUID, memory_service: MemoryService) -> MemoryOut:
+        return MemoryOut.of(await memory_service.get(memory_id))
+
+    @patch("/{memory_id:uuid}")
+    async def patch_memory(
+        self, memory_id: uuid.UUID, data: MemoryPatch, memory_service: MemoryService
+    ) -> MemoryOut:
+        return MemoryOut.of(await memory_service.patch(memory_id, data.changes()))
+
+    @post("/{memory_id:uuid}/pin", status_code=200)
+    async def pin(self, memory_id: uuid.UUID, memory_service: MemoryService) -> MemoryOut:
+        return MemoryOut.of(await memory_service.set_state(memory_id, "pin"))
+
+    @post("/{memory_id:uuid}/unpin", status_code=200)
+    async def unpin(self, memory_id: uuid.UUID, memory_service: MemoryService) -> MemoryOut:
+        return MemoryOut.of(await memory_service.set_state(memory_id, "unpin"))
+
+    @post("/{memory_id:uuid}/archive", status_code=200)
+    async def archive(self, memory_id: uuid.UUID, memory_service: MemoryService) -> MemoryOut:
+        return MemoryOut.of(await memory_service.set_state(memory_id, "archive"))
+
+    @post("/{memory_id:uuid}/restore", status_code=200)
+    async def restore(self, memory_id: uuid.UUID, memory_service: MemoryService) -> MemoryOut:
+        return MemoryOut.of(await memory_service.set_state(memory_id, "restore"))
+
+    @delete("/{memory_id:uuid}", status_code=200)
+    async def delete_memory(
+        self, memory_id: uuid.UUID, memory_service: MemoryService, erase: bool = False
+    ) -> ForgottenOut | EraseReceipt:
+        if erase:
+            return EraseReceipt(**await memory_service.erase_one(memory_id))
+        memory = await memory_service.get(memory_id)
+        forgotten = await memory_service.forget(memory.user_id, memory_id=memory_id, reason="deleted via API")
+        return ForgottenOut(forgotten=forgotten)
+
+    @get("/{memory_id:uuid}/history")
+    async def history(self, memory_id: uuid.UUID, memory_service: MemoryService) -> HistoryOut:
+        return history_out(await memory_service.history(memory_id))
+
+
+class RecallController(Controller):
+    path = "/v1"
+    tags = ["recall"]
+
+    @post("/recall", status_code=200)
+    async def recall(self, data: RecallIn, memory_service: MemoryService) -> RecallOut:
+        return recall_out(await memory_service.recall(recall_input(data)), data.explain)
+
+    @post("/forget", status_code=200)
+    async def forget(self, data: ForgetIn, memory_service: MemoryService) -> ForgottenOut:
+        f = data.filter
+        forgotten = await memory_service.forget(
+            data.user_id,
+            project_id=data.project_id,
+            memory_id=data.memory_id,
+            query=data.query,
+            subject=data.subject,
+            filter=None
+            if f is None
+            else ForgetFilter(f.older_than_days, f.salience_below, f.decayed_below, f.type),
+        )
+        return ForgottenOut(forgotten=forgotten)
+
+    @get("/stats")
+    async def stats(self, memory_service: MemoryService, user_id: str | None = None) -> StatsOut:
+        return StatsOut(**await memory_service.stats(user_id))

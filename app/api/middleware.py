@@ -1,0 +1,50 @@
+"""Access log: one JSON line per request with id, tenant, route, status and latency; never content."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import structlog
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.lib.logging import get_logger
+
+log = get_logger("engram.access")
+
+
+def access_log_middleware(app: ASGIApp) -> ASGIApp:
+    async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        request_id = uuid.uuid4().hex[:16]
+        status = 500
+        started = time.perf_counter()
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                headers = list(message.get("headers", []))
+                headers.append((b"x-request-id", request_id.encode()))
+                message["headers"] = headers
+            await send(message)
+
+        structlog.contextvars.clear_contextvars()
+        structlog.contextvars.bind_contextvars(request_id=request_id)
+        try:
+            await app(scope, receive, send_wrapper)
+        finally:
+            state = scope.get("state") or {}
+            log.info(
+                "request",
+                method=scope.get("method"),
+                route=scope.get("path_template") or scope.get("path"),
+                status=status,
+                latency_ms=round((time.perf_counter() - started) * 1000, 2),
+                tenant_id=state.get("tenant_id"),
+            )
+            structlog.contextvars.clear_contextvars()
+
+    return middleware

@@ -1,0 +1,213 @@
+"""HTTP payloads (msgspec Structs). Unknown fields are refused; ranges are checked in the domain."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from app.db.models import Memory
+
+
+class Strict(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Base for request bodies: unknown fields are a 422, not silently dropped."""
+
+
+class MemoryIn(Strict):
+    user_id: str
+    content: str
+    type: str = "fact"
+    subject: str | None = None
+    project_id: str | None = None
+    session_id: str | None = None
+    importance: float = 0.5
+    confidence: float = 0.8
+    privacy: str = "public"
+    tags: list[str] = msgspec.field(default_factory=list)
+    expires_at: datetime | None = None
+    ttl_seconds: int | None = None
+    pinned: bool = False
+    observed_at: datetime | None = None
+    summary: str | None = None
+
+
+class BatchIn(Strict):
+    items: list[MemoryIn]
+
+
+class MemoryPatch(Strict):
+    content: str | msgspec.UnsetType = msgspec.UNSET
+    type: str | msgspec.UnsetType = msgspec.UNSET
+    subject: str | None | msgspec.UnsetType = msgspec.UNSET
+    importance: float | msgspec.UnsetType = msgspec.UNSET
+    confidence: float | msgspec.UnsetType = msgspec.UNSET
+    privacy: str | msgspec.UnsetType = msgspec.UNSET
+    tags: list[str] | msgspec.UnsetType = msgspec.UNSET
+    expires_at: datetime | None | msgspec.UnsetType = msgspec.UNSET
+
+    def changes(self) -> dict[str, Any]:
+        return {f: v for f in self.__struct_fields__ if (v := getattr(self, f)) is not msgspec.UNSET}
+
+
+class RecallIn(Strict):
+    user_id: str
+    query: str
+    project_id: str | None = None
+    token_budget: int | None = None
+    types: list[str] | None = None
+    prefer_type: str | None = None
+    min_relevance: float | None = None
+    include_sensitive: bool = False
+    explain: bool = True
+
+
+class ForgetFilterIn(Strict):
+    older_than_days: float | None = None
+    salience_below: float | None = None
+    decayed_below: float | None = None
+    type: str | None = None
+
+
+class ForgetIn(Strict):
+    user_id: str
+    project_id: str | None = None
+    memory_id: uuid.UUID | None = None
+    query: str | None = None
+    subject: str | None = None
+    filter: ForgetFilterIn | None = None
+
+
+class MemoryOut(msgspec.Struct, kw_only=True):
+    id: uuid.UUID
+    user_id: str
+    project_id: str | None
+    session_id: str | None
+    type: str
+    subject: str | None
+    content: str
+    summary: str | None
+    status: str
+    importance: float
+    salience: float
+    confidence: float
+    privacy: str
+    tags: list[str]
+    created_at: datetime
+    updated_at: datetime
+    valid_from: datetime
+    valid_to: datetime | None
+    expires_at: datetime | None
+    last_accessed_at: datetime | None
+    access_count: int
+    supersedes: uuid.UUID | None
+    superseded_by: uuid.UUID | None
+    source: str
+    source_model: str | None
+    source_message_id: uuid.UUID | None
+    embed_model: str | None
+
+    @classmethod
+    def of(cls, m: Memory) -> MemoryOut:
+        return cls(**{f: getattr(m, f) for f in cls.__struct_fields__})
+
+
+class RememberOut(msgspec.Struct, kw_only=True):
+    memory: MemoryOut
+    action: str
+    superseded: list[uuid.UUID]
+    proposals: list[uuid.UUID]
+    redacted: bool
+
+
+class BatchOut(msgspec.Struct, kw_only=True):
+    results: list[RememberOut]
+
+
+class MemoryPage(msgspec.Struct, kw_only=True):
+    items: list[MemoryOut]
+    next_cursor: str | None
+
+
+class RecalledOut(msgspec.Struct, kw_only=True):
+    memory: MemoryOut
+    score: float
+    relevance: float
+    components: dict[str, float]
+    tokens: int
+
+
+class SkippedOut(msgspec.Struct, kw_only=True):
+    id: uuid.UUID
+    reason: str
+    score: float
+
+
+class IncludedOut(msgspec.Struct, kw_only=True):
+    id: uuid.UUID
+    score: float
+    tokens: int
+
+
+class TraceOut(msgspec.Struct, kw_only=True):
+    included: list[IncludedOut]
+    skipped: list[SkippedOut]
+    candidates: int
+    plan: str
+    min_relevance: float
+    tokens_used: int
+    tokens_left: int
+    latency_ms: dict[str, float]
+
+
+class RecallOut(msgspec.Struct, kw_only=True):
+    context: str
+    token_budget: int
+    tokens_used: int
+    memories: list[RecalledOut]
+    trace: TraceOut | None
+
+
+class ForgottenOut(msgspec.Struct, kw_only=True):
+    forgotten: list[uuid.UUID]
+
+
+class EventOut(msgspec.Struct, kw_only=True):
+    id: int
+    memory_id: uuid.UUID | None
+    user_id: str
+    project_id: str | None
+    kind: str
+    actor: str
+    reason: str | None
+    details: dict[str, Any]
+    created_at: datetime
+
+
+class HistoryOut(msgspec.Struct, kw_only=True):
+    events: list[EventOut]
+    versions: list[MemoryOut]
+
+
+class StatsOut(msgspec.Struct, kw_only=True):
+    total: int
+    by_status: dict[str, int]
+    by_type: dict[str, int]
+    embed_model: str
+    mismatched: int
+
+
+class EraseReceipt(msgspec.Struct, kw_only=True):
+    user_id: str
+    project_id: str | None
+    memories: int
+    messages: int
+    events: int
+    proposals: int
+    usage_events: int
+
+
+class ErrorOut(msgspec.Struct, kw_only=True):
+    error: str
+    detail: str

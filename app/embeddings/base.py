@@ -1,0 +1,127 @@
+"""The embedder interface shared by every embedding backend.
+
+An embedder turns memory texts into L2-normalised vectors. Besides the vectors it
+carries the metadata the memory layer needs to use them safely:
+
+* ``name`` is stored in ``memories.embed_model`` so vectors from different models
+  are never compared with each other (a model switch means a re-embed).
+* ``dim`` sizes the pgvector column / the query vector.
+* ``thresholds`` are the cosine cut-offs for superseding memories. They are a
+  property of the model, not of the service: a lexical hash embedder and a
+  sentence-transformer put the same pair of sentences at very different cosines.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+__all__ = [
+    "Embedder",
+    "EmbeddingError",
+    "SupersedeThresholds",
+    "l2_normalise",
+    "numeric_tokens_differ",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class SupersedeThresholds:
+    """Cosine cut-offs used when a new memory lands next to an existing one.
+
+    Both apply only to memories of the same type in the same scope.
+
+    Attributes:
+        supersede: cosine >= this -> the new memory supersedes the old one automatically.
+        review: ``review <= cosine < supersede`` -> a 'supersede' proposal is queued for a human.
+    """
+
+    supersede: float
+    review: float
+
+    def __post_init__(self) -> None:
+        # A review band above the auto band would silently never fire; fail at construction.
+        if not (0.0 <= self.review <= self.supersede <= 1.0):
+            raise ValueError(
+                f"need 0 <= review <= supersede <= 1, got review={self.review} supersede={self.supersede}"
+            )
+
+
+class EmbeddingError(Exception):
+    """An embedding provider failed (HTTP error, timeout, malformed response).
+
+    The message is safe to log and to return to API clients: it never contains the
+    provider API key. ``status_code`` is the provider's HTTP status when there was
+    one; ``retryable`` tells the caller whether trying again later can help
+    (rate limits, timeouts, 5xx) as opposed to configuration errors (401, 400).
+    """
+
+    def __init__(self, message: str, *, status_code: int | None = None, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status_code = status_code
+        self.retryable = retryable
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What the memory layer needs from an embedding backend."""
+
+    @property
+    def name(self) -> str:
+        """Model identifier stored in ``memories.embed_model`` (e.g. ``hash-v1-384``)."""
+        ...
+
+    @property
+    def dim(self) -> int:
+        """Length of every vector returned by :meth:`embed`."""
+        ...
+
+    @property
+    def thresholds(self) -> SupersedeThresholds:
+        """Supersede/review cosine cut-offs calibrated for this model."""
+        ...
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed a batch in one logical call; vectors are L2-normalised; ``[]`` for empty input."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release resources held by the embedder (idempotent)."""
+        ...
+
+
+def l2_normalise(vector: Sequence[float]) -> list[float]:
+    """Return ``vector`` scaled to unit L2 norm.
+
+    Raises:
+        EmbeddingError: for a zero (or non-finite) vector. pgvector's cosine distance of a
+            zero vector is NaN, which would silently poison ORDER BY, so we refuse it here.
+    """
+    norm = math.sqrt(math.fsum(x * x for x in vector))
+    if norm == 0.0 or not math.isfinite(norm):
+        raise EmbeddingError("embedding has zero or non-finite norm")
+    return [x / norm for x in vector]
+
+
+# Tokens that carry a digit: versions, counts, ages, dates, regions ("eu-west-1"), ids.
+_NUMERIC_TOKEN = re.compile(r"[\w.\-+:/$%]*\d[\w.\-+:/$%]*")
+
+
+def numeric_tokens_differ(old: str, new: str) -> bool:
+    """True when the two texts mention different numbers / digit-bearing identifiers.
+
+    Sentence embeddings barely notice a changed number: with all-MiniLM-L6-v2,
+    "User is 34 years old" vs "User is 35 years old" scores 0.970 and with a longer
+    sentence 0.990, above any usable auto-supersede threshold. Callers should treat a
+    pair for which this returns True as a review candidate instead of auto-superseding,
+    whatever its cosine. Trailing sentence punctuation is ignored ("16." == "16").
+    """
+
+    def tokens(text: str) -> set[str]:
+        return {t.rstrip(".:,;-/").lower() for t in _NUMERIC_TOKEN.findall(text)}
+
+    return tokens(old) != tokens(new)

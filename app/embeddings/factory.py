@@ -1,0 +1,29 @@
+"""Builds the configured embedder once, at startup."""
+
+from __future__ import annotations
+
+import openai
+
+from app.embeddings.base import Embedder
+from app.embeddings.hashing import HashEmbedder
+from app.embeddings.local import LocalEmbedder, local_embedder_available
+from app.embeddings.openai_compat import OpenAICompatEmbedder
+from app.lib.settings import Settings
+
+
+async def build_embedder(settings: Settings) -> Embedder:
+    """The embedder `settings.embedder` names (`auto`: endpoint if keyed, else local if installed, else hash)."""
+    choice = settings.resolved_embedder(local_embedder_available())
+    if choice == "hash":
+        return HashEmbedder(dim=settings.hash_dim)
+    if choice == "local":
+        return await LocalEmbedder.load()
+    client = openai.AsyncOpenAI(
+        api_key=settings.model_api_key() or "missing",
+        base_url=settings.model_base_url(),
+        timeout=settings.model_timeout_s,
+        max_retries=settings.model_max_retries,
+    )
+    return OpenAICompatEmbedder(
+        client, settings.default_embed_model(), dim=settings.embed_dim, owns_client=True
+    )

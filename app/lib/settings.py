@@ -1,0 +1,148 @@
+"""One typed settings object, read from the environment when asked for (never at import time)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+EmbedderName = Literal["auto", "hash", "local", "openai"]
+
+DASHSCOPE_INTL_BASE_URL = "https://dashscope-intl.aliyuncs.com/compatible-mode/v1"
+
+# Half-lives in days; None means the type never decays (DESIGN.md: preference, identity, critical_rule).
+DEFAULT_HALF_LIVES: dict[str, float | None] = {
+    "identity": None,
+    "preference": None,
+    "critical_rule": None,
+    "constraint": 365.0,
+    "decision": 180.0,
+    "fact": 120.0,
+    "project": 120.0,
+    "learning_goal": 90.0,
+    "mistake": 90.0,
+    "task": 30.0,
+    "deadline": 30.0,
+    "episodic": 30.0,
+    "temporary": 1.0,
+}
+
+# Additive ranking prior per type: rules and constraints that gate decisions rank above chatter.
+DEFAULT_TYPE_PRIORS: dict[str, float] = {
+    "critical_rule": 0.10,
+    "constraint": 0.08,
+    "identity": 0.06,
+    "preference": 0.05,
+    "decision": 0.05,
+    "deadline": 0.05,
+    "project": 0.03,
+    "fact": 0.03,
+    "task": 0.03,
+    "learning_goal": 0.02,
+    "mistake": 0.03,
+    "temporary": 0.02,
+    "episodic": 0.0,
+}
+
+
+class ScoringWeights(BaseSettings):
+    """Weights of the recall score components (DESIGN.md, read path step 3)."""
+
+    model_config = SettingsConfigDict(env_prefix="ENGRAM_WEIGHT_", extra="ignore")
+
+    semantic: float = 0.50
+    keyword: float = 0.20
+    recency: float = 0.05
+    salience: float = 0.10
+    importance: float = 0.10
+    confidence: float = 0.05
+    project_match: float = 0.05
+    pinned_bonus: float = 0.10
+    privacy_penalty: float = 0.10
+
+
+class Settings(BaseSettings):
+    """Everything Engram reads from its environment."""
+
+    model_config = SettingsConfigDict(env_prefix="ENGRAM_", extra="ignore", populate_by_name=True)
+
+    # Database. DATABASE_URL is the owner's URL (migrations, administration); the service itself
+    # connects as a separate non-owner, non-superuser role so row-level security applies to it.
+    database_url: str | None = Field(default=None, validation_alias=AliasChoices("DATABASE_URL"))
+    app_database_url: str | None = Field(default=None, validation_alias=AliasChoices("APP_DATABASE_URL"))
+    app_db_password: SecretStr | None = None
+    data_dir: Path = Path(".engram")
+    db_pool_size: int = 10
+    db_max_overflow: int = 10
+
+    # Embeddings and models.
+    embedder: EmbedderName = "auto"
+    hash_dim: int = 384
+    dashscope_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("DASHSCOPE_API_KEY", "ENGRAM_DASHSCOPE_API_KEY")
+    )
+    openai_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("OPENAI_API_KEY", "ENGRAM_OPENAI_API_KEY")
+    )
+    openai_base_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("OPENAI_BASE_URL", "ENGRAM_OPENAI_BASE_URL")
+    )
+    chat_model: str | None = None
+    embed_model: str | None = None
+    embed_dim: int | None = None
+    model_timeout_s: float = 30.0
+    model_max_retries: int = 2
+
+    # Memory engine.
+    max_content_chars: int = 8000
+    max_body_bytes: int = 1024 * 1024
+    default_token_budget: int = 1024
+    candidate_k: int = 50
+    exact_scan_max_rows: int = 20000
+    hnsw_ef_search: int = 100
+    min_relevance: float | None = None  # None: the embedder's own floor
+    keyword_saturation: float = 0.1
+    recency_half_life_days: float = 30.0
+    temporary_ttl_seconds: int = 86400
+    forget_query_min_cosine: float | None = None  # None: the embedder's review threshold
+    half_lives: dict[str, float | None] = Field(default_factory=lambda: dict(DEFAULT_HALF_LIVES))
+    type_priors: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_TYPE_PRIORS))
+    weights: ScoringWeights = Field(default_factory=ScoringWeights)
+
+    # Runtime.
+    log_level: str = "INFO"
+    log_json: bool = True
+
+    def resolved_embedder(self, local_available: bool) -> EmbedderName:
+        """Which embedder `auto` means here: a configured endpoint, else the local model, else hashing."""
+        if self.embedder != "auto":
+            return self.embedder
+        if self.dashscope_api_key or self.openai_api_key:
+            return "openai"
+        return "local" if local_available else "hash"
+
+    def model_base_url(self) -> str | None:
+        """The OpenAI-compatible endpoint: explicit, else DashScope international when its key is set."""
+        if self.openai_base_url:
+            return self.openai_base_url
+        if self.dashscope_api_key and not self.openai_api_key:
+            return DASHSCOPE_INTL_BASE_URL
+        return None
+
+    def model_api_key(self) -> str | None:
+        key = self.openai_api_key or self.dashscope_api_key
+        return key.get_secret_value() if key else None
+
+    def default_chat_model(self) -> str:
+        if self.chat_model:
+            return self.chat_model
+        return "qwen-plus" if self.dashscope_api_key and not self.openai_api_key else "gpt-4o-mini"
+
+    def default_embed_model(self) -> str:
+        if self.embed_model:
+            return self.embed_model
+        if self.dashscope_api_key and not self.openai_api_key:
+            return "text-embedding-v3"
+        return "text-embedding-3-small"

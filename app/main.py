@@ -1,0 +1,83 @@
+"""The application factory: `create_app(settings)` builds everything; nothing is built at import time."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+
+from advanced_alchemy.extensions.litestar import AsyncSessionConfig, SQLAlchemyAsyncConfig, SQLAlchemyPlugin
+from litestar import Litestar
+from litestar.datastructures import State
+from litestar.di import Provide
+from litestar.openapi import OpenAPIConfig
+
+from app.api.deps import provide_memory_service, provide_principal, provide_transaction
+from app.api.errors import EXCEPTION_HANDLERS
+from app.api.health import HealthController
+from app.api.memories import MemoryController, RecallController
+from app.api.middleware import access_log_middleware
+from app.db.session import create_engine
+from app.db.urls import app_role_url
+from app.embeddings.base import Embedder
+from app.embeddings.factory import build_embedder
+from app.lib.clock import Clock, SystemClock
+from app.lib.logging import configure_logging
+from app.lib.settings import Settings
+from app.lib.tokens import TokenCounter
+from app.state import Services
+
+APP_ROLE = "engram_app"
+
+
+def service_database_url(settings: Settings) -> str:
+    """The URL the service connects with: its own non-owner role, never the owner."""
+    if settings.app_database_url:
+        return settings.app_database_url
+    if not settings.database_url:
+        raise RuntimeError("DATABASE_URL is not set (the CLI starts the embedded database and sets it)")
+    password = settings.app_db_password.get_secret_value() if settings.app_db_password else None
+    return app_role_url(settings.database_url, APP_ROLE, password)
+
+
+def create_app(settings: Settings, *, clock: Clock | None = None, embedder: Embedder | None = None) -> Litestar:
+    """Build the Litestar app. Clients are created here or in the lifespan, once per process."""
+    configure_logging(settings.log_level, settings.log_json)
+    engine = create_engine(
+        service_database_url(settings), pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow
+    )
+    services = Services(settings=settings, clock=clock or SystemClock(), counter=TokenCounter(), embedder=embedder)
+    owns_embedder = embedder is None
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncGenerator[None, None]:
+        if services.embedder is None:
+            services.embedder = await build_embedder(settings)
+        try:
+            yield
+        finally:
+            if owns_embedder and services.embedder is not None:
+                await services.embedder.aclose()
+                services.embedder = None
+            await engine.dispose()
+
+    db_config = SQLAlchemyAsyncConfig(
+        engine_instance=engine,
+        session_config=AsyncSessionConfig(expire_on_commit=False),
+        create_all=False,
+    )
+    return Litestar(
+        route_handlers=[HealthController, MemoryController, RecallController],
+        plugins=[SQLAlchemyPlugin(config=db_config)],
+        dependencies={
+            "transaction": Provide(provide_transaction),
+            "principal": Provide(provide_principal),
+            "memory_service": Provide(provide_memory_service),
+        },
+        exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
+        middleware=[access_log_middleware],
+        lifespan=[lifespan],
+        state=State({"services": services, "engine": engine}),
+        request_max_body_size=settings.max_body_bytes,
+        openapi_config=OpenAPIConfig(title="Engram", version="0.1.0", path="/schema"),
+        debug=False,
+    )

@@ -1,0 +1,32 @@
+"""What every memory operation of one request shares: the tenant's repository and the app's clients."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.embeddings.base import Embedder
+from app.lib.clock import Clock
+from app.lib.settings import Settings
+from app.lib.tokens import TokenCounter
+from app.memory.repository import MemoryRepository
+
+# Minimum relevance per embedder family: below it a memory is not about the query at all.
+# Hash vectors are lexical (unrelated text sits near 0); sentence embeddings put unrelated
+# English text around 0.0-0.2 (MiniLM) or higher (large API models).
+DEFAULT_FLOORS = {"hash": 0.12, "local": 0.25, "openai": 0.30}
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryDeps:
+    repo: MemoryRepository
+    embedder: Embedder
+    settings: Settings
+    counter: TokenCounter
+    clock: Clock
+
+    def relevance_floor(self) -> float:
+        if self.settings.min_relevance is not None:
+            return self.settings.min_relevance
+        name = self.embedder.name
+        family = "hash" if name.startswith("hash") else "local" if name == "all-MiniLM-L6-v2" else "openai"
+        return DEFAULT_FLOORS[family]

@@ -1,0 +1,108 @@
+"""Choosing what goes into the context: slot veto, dedupe, relevance floor, greedy token packing.
+
+Pure: takes plain candidates and a token counter, returns what was included and why the rest was not.
+The budget is checked against the exact string that is returned, so `tokens_used <= budget` always.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class SkipReason(StrEnum):
+    BUDGET = "budget"
+    BELOW_FLOOR = "below_floor"
+    SLOT_VETO = "slot_veto"
+    DUPLICATE = "duplicate"
+
+
+@dataclass(frozen=True, slots=True)
+class PackItem(Generic[T]):
+    ref: T
+    line: str
+    score: float
+    relevance: float
+    always: bool  # pinned or critical: placed first, exempt from the relevance floor, never past budget
+    slot: tuple[str, str] | None  # (subject, type) or None when the memory is not in a slot
+    content_hash: str
+    valid_from: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Included(Generic[T]):
+    item: PackItem[T]
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped(Generic[T]):
+    item: PackItem[T]
+    reason: SkipReason
+
+
+@dataclass(slots=True)
+class Packed(Generic[T]):
+    context: str = ""
+    tokens_used: int = 0
+    included: list[Included[T]] = field(default_factory=list)
+    skipped: list[Skipped[T]] = field(default_factory=list)
+
+
+def _veto(items: Sequence[PackItem[T]]) -> tuple[list[PackItem[T]], list[Skipped[T]]]:
+    """One memory per slot (the newest), one per content."""
+    newest: dict[tuple[str, str], PackItem[T]] = {}
+    for item in items:
+        if item.slot is not None:
+            best = newest.get(item.slot)
+            if best is None or item.valid_from > best.valid_from:
+                newest[item.slot] = item
+    kept: list[PackItem[T]] = []
+    skipped: list[Skipped[T]] = []
+    seen_hashes: set[str] = set()
+    for item in sorted(items, key=lambda i: i.score, reverse=True):
+        if item.slot is not None and newest[item.slot] is not item:
+            skipped.append(Skipped(item, SkipReason.SLOT_VETO))
+        elif item.content_hash in seen_hashes:
+            skipped.append(Skipped(item, SkipReason.DUPLICATE))
+        else:
+            seen_hashes.add(item.content_hash)
+            kept.append(item)
+    return kept, skipped
+
+
+def pack(
+    items: Sequence[PackItem[T]],
+    *,
+    budget: int,
+    min_relevance: float,
+    count_tokens: Callable[[str], int],
+) -> Packed[T]:
+    """Greedy by score into `budget` tokens of the rendered context (lines joined by newlines)."""
+    kept, skipped = _veto(items)
+    result: Packed[T] = Packed(skipped=skipped)
+    eligible: list[PackItem[T]] = []
+    for item in kept:
+        if item.always or item.relevance >= min_relevance:
+            eligible.append(item)
+        else:
+            result.skipped.append(Skipped(item, SkipReason.BELOW_FLOOR))
+    # Pinned and critical first, then by score; `sorted` is stable so ties keep score order.
+    eligible.sort(key=lambda i: (not i.always, -i.score))
+    lines: list[str] = []
+    for item in eligible:
+        candidate = "\n".join([*lines, item.line])
+        tokens = count_tokens(candidate)
+        if tokens <= budget:
+            lines.append(item.line)
+            result.included.append(Included(item, count_tokens(item.line)))
+            result.context = candidate
+            result.tokens_used = tokens
+        else:
+            result.skipped.append(Skipped(item, SkipReason.BUDGET))
+    return result

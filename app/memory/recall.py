@@ -1,0 +1,158 @@
+"""The read path (DESIGN.md): scoped SQL candidates, Python scoring, slot veto, token packing,
+one-statement reinforce, and a trace of every decision."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from app.db.models import Memory
+from app.lib.errors import ValidationFailed
+from app.memory.context import MemoryDeps
+from app.memory.models import RecallInput, RecallResult, RecalledMemory, SkippedMemory
+from app.memory.packing import PackItem, pack
+from app.memory.repository import Scope, or_tsquery
+from app.memory.scoring import ScoreInput, score
+from app.memory.types import MemoryStatus, MemoryType
+
+MAX_BUDGET = 32768
+PREFER_TYPE_BONUS = 0.10
+
+
+def render_line(memory: Memory) -> str:
+    """The exact line a memory contributes to the context."""
+    label = memory.type if memory.subject is None else f"{memory.type}: {memory.subject}"
+    return f"- [{memory.valid_from.date().isoformat()} {label}] {memory.content}"
+
+
+def _check(request: RecallInput) -> None:
+    if not request.user_id.strip():
+        raise ValidationFailed("user_id must not be empty")
+    if not request.query.strip():
+        raise ValidationFailed("query must not be empty")
+    if request.token_budget is not None and not 1 <= request.token_budget <= MAX_BUDGET:
+        raise ValidationFailed(f"token_budget must be between 1 and {MAX_BUDGET}")
+    valid = set(MemoryType)
+    for name in [*(request.types or []), *([request.prefer_type] if request.prefer_type else [])]:
+        if name not in valid:
+            raise ValidationFailed(f"unknown memory type {name!r}")
+    if request.min_relevance is not None and not 0.0 <= request.min_relevance <= 1.0:
+        raise ValidationFailed("min_relevance must be between 0 and 1")
+
+
+class Recaller:
+    """Answers one recall request."""
+
+    def __init__(self, deps: MemoryDeps) -> None:
+        self.deps = deps
+
+    async def recall(self, request: RecallInput) -> RecallResult:
+        _check(request)
+        deps, settings = self.deps, self.deps.settings
+        latency: dict[str, float] = {}
+        started = time.perf_counter()
+        [vector] = await deps.embedder.embed([request.query])
+        latency["embed"] = _ms(started)
+
+        mark = time.perf_counter()
+        now = deps.clock.now()
+        scope = Scope(deps.repo.tenant, request.user_id, request.project_id)
+        size = await deps.repo.scope_size(scope, now, settings.exact_scan_max_rows + 1)
+        use_index = size > settings.exact_scan_max_rows
+        rows = await deps.repo.candidates(
+            scope,
+            embedding=vector,
+            embed_model=deps.embedder.name,
+            dim=deps.embedder.dim,
+            tsquery=or_tsquery(request.query),
+            k=settings.candidate_k,
+            now=now,
+            use_index=use_index,
+        )
+        latency["sql"] = _ms(mark)
+
+        mark = time.perf_counter()
+        wanted_types = set(request.types) if request.types else None
+        items: list[PackItem[Memory]] = []
+        scored: dict[uuid.UUID, tuple[float, float, dict[str, float]]] = {}
+        for row in rows:
+            m = row.memory
+            if wanted_types is not None and m.type not in wanted_types:
+                continue
+            if m.privacy == "sensitive" and not request.include_sensitive:
+                continue
+            s = score(
+                ScoreInput(
+                    cosine=row.cosine,
+                    keyword_rank=row.keyword_rank,
+                    type=m.type,
+                    importance=m.importance,
+                    confidence=m.confidence,
+                    salience=m.salience,
+                    pinned=m.status == MemoryStatus.PINNED,
+                    privacy=m.privacy,
+                    project_id=m.project_id,
+                    valid_from=m.valid_from,
+                    last_accessed_at=m.last_accessed_at,
+                ),
+                now=now,
+                weights=settings.weights,
+                half_lives=settings.half_lives,
+                type_priors=settings.type_priors,
+                recency_half_life_days=settings.recency_half_life_days,
+                keyword_saturation=settings.keyword_saturation,
+                project_id=request.project_id,
+            )
+            total = s.score + (PREFER_TYPE_BONUS if request.prefer_type == m.type else 0.0)
+            scored[m.id] = (total, s.relevance, s.components)
+            items.append(
+                PackItem(
+                    ref=m,
+                    line=render_line(m),
+                    score=total,
+                    relevance=s.relevance,
+                    always=m.status == MemoryStatus.PINNED or m.type == MemoryType.CRITICAL_RULE,
+                    slot=(m.subject, m.type) if m.subject is not None else None,
+                    content_hash=m.content_hash,
+                    valid_from=m.valid_from,
+                )
+            )
+        latency["score"] = _ms(mark)
+
+        mark = time.perf_counter()
+        budget = request.token_budget or settings.default_token_budget
+        floor = request.min_relevance if request.min_relevance is not None else deps.relevance_floor()
+        packed = pack(items, budget=budget, min_relevance=floor, count_tokens=deps.counter.count)
+        latency["pack"] = _ms(mark)
+
+        mark = time.perf_counter()
+        await deps.repo.reinforce([inc.item.ref.id for inc in packed.included], now)
+        latency["reinforce"] = _ms(mark)
+        latency["total"] = _ms(started)
+
+        memories = [
+            RecalledMemory(
+                memory=inc.item.ref,
+                score=inc.item.score,
+                relevance=inc.item.relevance,
+                components=scored[inc.item.ref.id][2],
+                tokens=inc.tokens,
+            )
+            for inc in packed.included
+        ]
+        skipped = [SkippedMemory(s.item.ref.id, s.reason, s.item.score) for s in packed.skipped]
+        return RecallResult(
+            context=packed.context,
+            token_budget=budget,
+            tokens_used=packed.tokens_used,
+            memories=memories,
+            skipped=skipped,
+            candidates=len(rows),
+            plan="hnsw" if use_index else "exact",
+            min_relevance=floor,
+            latency_ms=latency,
+        )
+
+
+def _ms(since: float) -> float:
+    return round((time.perf_counter() - since) * 1000, 3)

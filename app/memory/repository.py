@@ -1,0 +1,364 @@
+"""All SQL of the memory domain. Every query names the tenant explicitly; RLS is the second wall."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Select, and_, func, or_, select, text, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.models import DreamProposal, Memory, MemoryEvent
+from app.memory.types import LIVE_STATUSES, MemoryStatus, ProposalStatus
+from app.tenancy.types import TenantId
+
+_WORD = re.compile(r"[a-z0-9]+")
+MAX_QUERY_WORDS = 32
+
+
+def vector_literal(vector: Sequence[float]) -> str:
+    """pgvector's text form, bound as a parameter and cast in SQL."""
+    return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+
+
+def or_tsquery(query: str) -> str | None:
+    """An OR of the query's words for `to_tsquery`; only [a-z0-9] survive, so it cannot be malformed."""
+    words = list(dict.fromkeys(w for w in _WORD.findall(query.lower()) if len(w) > 1))[:MAX_QUERY_WORDS]
+    return " | ".join(words) if words else None
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    tenant: TenantId
+    user_id: str
+    project_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateRow:
+    memory: Memory
+    cosine: float | None
+    keyword_rank: float
+
+
+_SCOPE_SQL = """
+    tenant_id = :tenant AND user_id = :user_id AND status IN ('active', 'pinned')
+    AND (project_id IS NULL OR project_id = :project_id)
+    AND (expires_at IS NULL OR expires_at > :now)"""
+
+
+class MemoryRepository:
+    """Reads and writes memories, events and proposals of one tenant."""
+
+    def __init__(self, session: AsyncSession, tenant: TenantId) -> None:
+        self.session = session
+        self.tenant = tenant
+
+    # -- locks and lookups on the write path ---------------------------------------------------
+    async def lock(self, key: str) -> None:
+        """Serialise writers on `key` until this transaction ends."""
+        await self.session.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"), {"k": key})
+
+    def _live_in_scope(self, scope: Scope) -> list[Any]:
+        project = (
+            Memory.project_id.is_(None) if scope.project_id is None else Memory.project_id == scope.project_id
+        )
+        return [
+            Memory.tenant_id == self.tenant,
+            Memory.user_id == scope.user_id,
+            project,
+            Memory.status.in_(LIVE_STATUSES),
+        ]
+
+    async def current_in_slot(self, scope: Scope, subject: str, mtype: str) -> Memory | None:
+        query = (
+            select(Memory)
+            .where(*self._live_in_scope(scope), Memory.subject == subject, Memory.type == mtype)
+            .order_by(Memory.valid_from.desc())
+            .limit(1)
+        )
+        return (await self.session.scalars(query)).first()
+
+    async def live_by_hash(self, scope: Scope, digest: str) -> Memory | None:
+        query = select(Memory).where(*self._live_in_scope(scope), Memory.content_hash == digest).limit(1)
+        return (await self.session.scalars(query)).first()
+
+    async def nearest_of_type(
+        self, scope: Scope, mtype: str, embedding: Sequence[float], embed_model: str, subject: str | None
+    ) -> tuple[Memory, float] | None:
+        """The closest live memory of the same type in the same scope that could be the same fact.
+
+        A memory in a different named slot is a different attribute, never a semantic match.
+        """
+        distance = Memory.embedding.op("<=>")(text("CAST(:qvec AS vector)"))
+        conditions = [*self._live_in_scope(scope), Memory.type == mtype, Memory.embed_model == embed_model]
+        if subject is not None:
+            conditions.append(or_(Memory.subject.is_(None), Memory.subject == subject))
+        query = select(Memory, distance.label("distance")).where(*conditions).order_by(distance).limit(1)
+        row = (await self.session.execute(query, {"qvec": vector_literal(embedding)})).first()
+        if row is None or row.distance is None:
+            return None
+        return row[0], 1.0 - float(row.distance)
+
+    # -- writes -----------------------------------------------------------------------------------
+    def add(self, memory: Memory) -> None:
+        self.session.add(memory)
+
+    async def flush(self) -> None:
+        await self.session.flush()
+
+    def add_event(
+        self,
+        *,
+        memory_id: uuid.UUID | None,
+        user_id: str,
+        project_id: str | None,
+        kind: str,
+        actor: str,
+        reason: str | None,
+        details: dict[str, Any] | None = None,
+        at: datetime | None = None,
+    ) -> None:
+        event = MemoryEvent(
+            tenant_id=self.tenant,
+            memory_id=memory_id,
+            user_id=user_id,
+            project_id=project_id,
+            kind=kind,
+            actor=actor,
+            reason=reason,
+            details=details or {},
+        )
+        if at is not None:
+            event.created_at = at
+        self.session.add(event)
+
+    def add_proposal(
+        self,
+        *,
+        scope: Scope,
+        kind: str,
+        target_ids: list[uuid.UUID],
+        payload: dict[str, Any],
+        rationale: str,
+        model: str | None,
+    ) -> DreamProposal:
+        proposal = DreamProposal(
+            tenant_id=self.tenant,
+            id=uuid.uuid4(),
+            user_id=scope.user_id,
+            project_id=scope.project_id,
+            kind=kind,
+            target_ids=target_ids,
+            payload=payload,
+            rationale=rationale,
+            status=ProposalStatus.PROPOSED,
+            model=model,
+        )
+        self.session.add(proposal)
+        return proposal
+
+    async def reinforce(self, ids: Sequence[uuid.UUID], now: datetime) -> None:
+        """One statement for every memory that made it into a context."""
+        if not ids:
+            return
+        await self.session.execute(
+            update(Memory)
+            .where(Memory.tenant_id == self.tenant, Memory.id.in_(list(ids)))
+            .values(access_count=Memory.access_count + 1, last_accessed_at=now)
+            .execution_options(synchronize_session=False)
+        )
+
+    # -- reads --------------------------------------------------------------------------------------
+    async def get(self, memory_id: uuid.UUID, *, for_update: bool = False) -> Memory | None:
+        query = select(Memory).where(Memory.tenant_id == self.tenant, Memory.id == memory_id)
+        if for_update:
+            query = query.with_for_update()
+        return (await self.session.scalars(query)).first()
+
+    async def get_many(self, ids: Sequence[uuid.UUID]) -> list[Memory]:
+        if not ids:
+            return []
+        query = select(Memory).where(Memory.tenant_id == self.tenant, Memory.id.in_(list(ids)))
+        return list((await self.session.scalars(query)).all())
+
+    async def scope_size(self, scope: Scope, now: datetime, cap: int) -> int:
+        """Live rows in scope, counted up to `cap` (enough to choose a plan, bounded in cost)."""
+        sql = text(f"SELECT count(*) FROM (SELECT 1 FROM memories WHERE {_SCOPE_SQL} LIMIT :cap) s")
+        params = {"tenant": self.tenant, "user_id": scope.user_id, "project_id": scope.project_id}
+        return int((await self.session.execute(sql, {**params, "now": now, "cap": cap})).scalar_one())
+
+    async def candidates(
+        self,
+        scope: Scope,
+        *,
+        embedding: Sequence[float],
+        embed_model: str,
+        dim: int,
+        tsquery: str | None,
+        k: int,
+        now: datetime,
+        use_index: bool,
+    ) -> list[CandidateRow]:
+        """Top-k by cosine, top-k by full-text rank, plus pinned and critical memories, with raw scores."""
+        if use_index:
+            # Literals, not parameters, so the planner can match the per-model partial HNSW index.
+            model_lit = embed_model.replace("'", "''")
+            distance = f"(embedding::vector({int(dim)}) <=> CAST(:qvec AS vector({int(dim)})))"
+            model_filter = f"embed_model = '{model_lit}'"
+            await self.session.execute(text("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)"))
+        else:
+            # Not the indexed expression: the planner scans the scope's rows exactly.
+            distance = "(embedding <=> CAST(:qvec AS vector))"
+            model_filter = "embed_model = :embed_model"
+        keyword = (
+            f"""SELECT id, ts_rank_cd(content_tsv, q) AS rank
+                FROM memories, to_tsquery('english', :tsq) q
+                WHERE {_SCOPE_SQL} AND content_tsv @@ q ORDER BY rank DESC LIMIT :k"""
+            if tsquery
+            else "SELECT NULL::uuid AS id, 0.0::real AS rank WHERE false"
+        )
+        sql = text(
+            f"""WITH sem AS (
+                    SELECT id FROM memories
+                    WHERE {_SCOPE_SQL} AND {model_filter} AND embedding IS NOT NULL
+                    ORDER BY {distance} LIMIT :k
+                ), kw AS ({keyword}),
+                always AS (
+                    SELECT id FROM memories
+                    WHERE {_SCOPE_SQL} AND (status = 'pinned' OR type = 'critical_rule') LIMIT :k
+                ), ids AS (SELECT id FROM sem UNION SELECT id FROM kw UNION SELECT id FROM always)
+                SELECT ids.id,
+                       CASE WHEN m.embed_model = :embed_model AND m.embedding IS NOT NULL
+                            THEN 1 - (m.embedding <=> CAST(:qvec AS vector)) END AS cosine,
+                       coalesce(kw.rank, 0) AS rank
+                FROM ids JOIN memories m ON m.tenant_id = :tenant AND m.id = ids.id
+                LEFT JOIN kw ON kw.id = ids.id"""
+        )
+        params: dict[str, Any] = {
+            "tenant": self.tenant,
+            "user_id": scope.user_id,
+            "project_id": scope.project_id,
+            "now": now,
+            "qvec": vector_literal(embedding),
+            "embed_model": embed_model,
+            "k": k,
+        }
+        if tsquery:
+            params["tsq"] = tsquery
+        rows = (await self.session.execute(sql, params)).all()
+        memories = {m.id: m for m in await self.get_many([r.id for r in rows])}
+        return [
+            CandidateRow(memories[r.id], None if r.cosine is None else float(r.cosine), float(r.rank))
+            for r in rows
+            if r.id in memories
+        ]
+
+    def list_query(
+        self,
+        user_id: str,
+        *,
+        project_id: str | None,
+        status: str | None,
+        mtype: str | None,
+        subject: str | None,
+        q: str | None,
+    ) -> Select[tuple[Memory]]:
+        conditions: list[Any] = [Memory.tenant_id == self.tenant, Memory.user_id == user_id]
+        if project_id is not None:
+            conditions.append(Memory.project_id == project_id)
+        if status is not None:
+            conditions.append(Memory.status == status)
+        if mtype is not None:
+            conditions.append(Memory.type == mtype)
+        if subject is not None:
+            conditions.append(Memory.subject == subject)
+        if q:
+            tsq = or_tsquery(q)
+            conditions.append(
+                Memory.content_tsv.op("@@")(func.to_tsquery("english", tsq))
+                if tsq
+                else Memory.content.ilike(q)
+            )
+        return select(Memory).where(*conditions)
+
+    async def page(
+        self, query: Select[tuple[Memory]], *, after: tuple[datetime, uuid.UUID] | None, limit: int
+    ) -> list[Memory]:
+        """Keyset pagination, newest first."""
+        if after is not None:
+            created, mid = after
+            query = query.where(
+                or_(Memory.created_at < created, and_(Memory.created_at == created, Memory.id < mid))
+            )
+        query = query.order_by(Memory.created_at.desc(), Memory.id.desc()).limit(limit + 1)
+        return list((await self.session.scalars(query)).all())
+
+    async def events_for(self, memory_ids: Sequence[uuid.UUID]) -> list[MemoryEvent]:
+        query = (
+            select(MemoryEvent)
+            .where(MemoryEvent.tenant_id == self.tenant, MemoryEvent.memory_id.in_(list(memory_ids)))
+            .order_by(MemoryEvent.created_at.desc(), MemoryEvent.id.desc())
+        )
+        return list((await self.session.scalars(query)).all())
+
+    async def live_matching(
+        self, scope: Scope, *, subject: str | None = None, ids: Sequence[uuid.UUID] | None = None
+    ) -> list[Memory]:
+        conditions = self._live_in_scope(scope)
+        if subject is not None:
+            conditions.append(Memory.subject == subject)
+        if ids is not None:
+            conditions.append(Memory.id.in_(list(ids)))
+        return list((await self.session.scalars(select(Memory).where(*conditions))).all())
+
+    async def live_for_user(self, user_id: str, project_id: str | None) -> list[Memory]:
+        """Live memories of a user (in a project: that project's and the global ones)."""
+        conditions: list[Any] = [
+            Memory.tenant_id == self.tenant,
+            Memory.user_id == user_id,
+            Memory.status.in_(LIVE_STATUSES),
+        ]
+        if project_id is not None:
+            conditions.append(or_(Memory.project_id.is_(None), Memory.project_id == project_id))
+        return list((await self.session.scalars(select(Memory).where(*conditions))).all())
+
+    async def stats(self, user_id: str | None, embed_model: str) -> dict[str, Any]:
+        conditions: list[Any] = [Memory.tenant_id == self.tenant]
+        if user_id is not None:
+            conditions.append(Memory.user_id == user_id)
+        by_status = dict(
+            (
+                await self.session.execute(
+                    select(Memory.status, func.count()).where(*conditions).group_by(Memory.status)
+                )
+            ).all()
+        )
+        by_type = dict(
+            (
+                await self.session.execute(
+                    select(Memory.type, func.count()).where(*conditions).group_by(Memory.type)
+                )
+            ).all()
+        )
+        mismatched = await self.session.scalar(
+            select(func.count()).where(
+                *conditions,
+                Memory.status.in_(LIVE_STATUSES),
+                or_(Memory.embed_model.is_distinct_from(embed_model), Memory.embedding.is_(None)),
+            )
+        )
+        return {
+            "total": sum(by_status.values()),
+            "by_status": {str(k): int(v) for k, v in by_status.items()},
+            "by_type": {str(k): int(v) for k, v in by_type.items()},
+            "mismatched": int(mismatched or 0),
+        }
+
+    async def mark_status(self, memory: Memory, status: MemoryStatus, now: datetime) -> None:
+        memory.status = status
+        memory.updated_at = now

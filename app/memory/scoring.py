@@ -1,0 +1,106 @@
+"""Recall scoring: pure functions over plain values, each component visible in the trace.
+
+score = w.semantic*semantic + w.keyword*keyword + w.recency*recency + w.salience*effective_salience
+      + w.importance*importance + w.confidence*confidence + type_prior + w.project_match*project_match
+      + w.pinned_bonus*(pinned or critical) - w.privacy_penalty*(private)
+relevance (what the minimum-relevance floor applies to) = max(semantic, keyword): how much the memory
+is about the query, whatever its salience.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+
+from app.lib.settings import ScoringWeights
+
+SECONDS_PER_DAY = 86400.0
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreInput:
+    """What scoring needs to know about one candidate."""
+
+    cosine: float | None  # None when the row has no comparable embedding (e.g. another embed model)
+    keyword_rank: float  # ts_rank_cd; 0 when the text did not match
+    type: str
+    importance: float
+    confidence: float
+    salience: float
+    pinned: bool
+    privacy: str
+    project_id: str | None
+    valid_from: datetime
+    last_accessed_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    score: float
+    relevance: float
+    components: dict[str, float]
+
+
+def decay(value: float, age_days: float, half_life_days: float | None) -> float:
+    """Exponential decay `value * 0.5 ** (age / half_life)`; no half-life means no decay."""
+    if half_life_days is None or half_life_days <= 0:
+        return value
+    return value * math.pow(0.5, max(age_days, 0.0) / half_life_days)
+
+
+def keyword_score(rank: float, saturation: float) -> float:
+    """Map an unbounded text rank to [0, 1) so one keyword hit is comparable across queries."""
+    if rank <= 0:
+        return 0.0
+    return rank / (rank + saturation)
+
+
+def _age_days(now: datetime, then: datetime) -> float:
+    return max((now - then).total_seconds(), 0.0) / SECONDS_PER_DAY
+
+
+def score(
+    item: ScoreInput,
+    *,
+    now: datetime,
+    weights: ScoringWeights,
+    half_lives: dict[str, float | None],
+    type_priors: dict[str, float],
+    recency_half_life_days: float,
+    keyword_saturation: float,
+    project_id: str | None,
+) -> Scored:
+    """The score of one candidate, with every component that went into it."""
+    semantic = max(0.0, min(1.0, item.cosine)) if item.cosine is not None else 0.0
+    keyword = keyword_score(item.keyword_rank, keyword_saturation)
+    recency = decay(1.0, _age_days(now, item.valid_from), recency_half_life_days)
+    last_touch = item.last_accessed_at or item.valid_from
+    salience = decay(item.salience, _age_days(now, last_touch), half_lives.get(item.type))
+    boosted = item.pinned or item.type == "critical_rule"
+    project_match = 1.0 if project_id is not None and item.project_id == project_id else 0.0
+    components = {
+        "semantic": semantic,
+        "keyword": keyword,
+        "recency": recency,
+        "salience": salience,
+        "importance": item.importance,
+        "confidence": item.confidence,
+        "type_prior": type_priors.get(item.type, 0.0),
+        "project_match": project_match,
+        "pinned_bonus": 1.0 if boosted else 0.0,
+        "privacy_penalty": 1.0 if item.privacy == "private" else 0.0,
+    }
+    total = (
+        weights.semantic * semantic
+        + weights.keyword * keyword
+        + weights.recency * recency
+        + weights.salience * salience
+        + weights.importance * item.importance
+        + weights.confidence * item.confidence
+        + components["type_prior"]
+        + weights.project_match * project_match
+        + weights.pinned_bonus * components["pinned_bonus"]
+        - weights.privacy_penalty * components["privacy_penalty"]
+    )
+    return Scored(score=round(total, 6), relevance=round(max(semantic, keyword), 6), components=components)

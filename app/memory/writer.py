@@ -1,0 +1,263 @@
+"""The write path (DESIGN.md): validate, redact, normalise the slot, embed in one batch, then decide
+and write each memory under an advisory lock so concurrent writes to one slot serialise."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from app.db.models import Memory
+from app.lib.errors import ValidationFailed
+from app.lib.redaction import redact
+from app.memory.context import MemoryDeps
+from app.memory.models import RememberInput, RememberResult
+from app.memory.repository import Scope
+from app.memory.slots import content_hash, hash_lock_key, normalise_subject, slot_lock_key
+from app.memory.supersession import Action, Decision, Existing, decide_semantic, decide_slot
+from app.memory.types import EventKind, MemoryStatus, MemoryType, Privacy, ProposalKind, Source
+
+
+@dataclass(slots=True)
+class _Prepared:
+    item: RememberInput
+    content: str
+    summary: str | None
+    subject: str | None
+    digest: str
+    redacted: bool
+    observed_at: datetime
+    expires_at: datetime | None
+    lock_key: str
+
+
+def _check(item: RememberInput, index: int | None, max_chars: int) -> None:
+    where = "" if index is None else f"items[{index}]."
+    if not item.user_id.strip():
+        raise ValidationFailed(f"{where}user_id must not be empty")
+    if not item.content.strip():
+        raise ValidationFailed(f"{where}content must not be empty")
+    if len(item.content) > max_chars:
+        raise ValidationFailed(f"{where}content is longer than {max_chars} characters")
+    if item.type not in MemoryType.__members__.values():
+        raise ValidationFailed(f"{where}type must be one of {', '.join(MemoryType)}")
+    if item.privacy not in Privacy.__members__.values():
+        raise ValidationFailed(f"{where}privacy must be one of {', '.join(Privacy)}")
+    for name in ("importance", "confidence"):
+        if not 0.0 <= getattr(item, name) <= 1.0:
+            raise ValidationFailed(f"{where}{name} must be between 0 and 1")
+    if item.ttl_seconds is not None and item.ttl_seconds <= 0:
+        raise ValidationFailed(f"{where}ttl_seconds must be positive")
+    if item.ttl_seconds is not None and item.expires_at is not None:
+        raise ValidationFailed(f"{where}give expires_at or ttl_seconds, not both")
+
+
+def _expiry(item: RememberInput, now: datetime, temporary_ttl: int) -> datetime | None:
+    if item.expires_at is not None:
+        return item.expires_at
+    if item.ttl_seconds is not None:
+        return now + timedelta(seconds=item.ttl_seconds)
+    if item.type == MemoryType.TEMPORARY:
+        return now + timedelta(seconds=temporary_ttl)
+    return None
+
+
+class MemoryWriter:
+    """Remembers one memory or a batch (one embedding call per batch)."""
+
+    def __init__(self, deps: MemoryDeps) -> None:
+        self.deps = deps
+        self.repo = deps.repo
+
+    def _prepare(self, item: RememberInput, now: datetime) -> _Prepared:
+        content = redact(item.content)
+        summary = redact(item.summary) if item.summary else None
+        subject = normalise_subject(redact(item.subject).text if item.subject else None)
+        digest = content_hash(content.text)
+        tenant = str(self.repo.tenant)
+        lock_key = (
+            slot_lock_key(tenant, item.user_id, item.project_id, subject, item.type)
+            if subject is not None
+            else hash_lock_key(tenant, item.user_id, item.project_id, digest)
+        )
+        return _Prepared(
+            item=item,
+            content=content.text,
+            summary=summary.text if summary else None,
+            subject=subject,
+            digest=digest,
+            redacted=content.changed or bool(summary and summary.changed),
+            observed_at=item.observed_at or now,
+            expires_at=_expiry(item, now, self.deps.settings.temporary_ttl_seconds),
+            lock_key=lock_key,
+        )
+
+    async def remember_many(self, items: list[RememberInput], actor: str) -> list[RememberResult]:
+        """Validate everything first (a bad item writes nothing), then write in order."""
+        max_chars = self.deps.settings.max_content_chars
+        for index, item in enumerate(items):
+            _check(item, index if len(items) > 1 else None, max_chars)
+        now = self.deps.clock.now()
+        prepared = [self._prepare(item, now) for item in items]
+        vectors = await self.deps.embedder.embed([p.content for p in prepared])
+        # Take every lock up front, in a fixed order, so two batches can never deadlock.
+        for key in sorted({p.lock_key for p in prepared}):
+            await self.repo.lock(key)
+        return [await self._write(p, vector, now, actor) for p, vector in zip(prepared, vectors, strict=True)]
+
+    async def _decide(self, p: _Prepared, scope: Scope, vector: list[float]) -> Decision:
+        if p.subject is not None:
+            current = await self.repo.current_in_slot(scope, p.subject, p.item.type)
+            slot_decision = decide_slot(p.digest, p.observed_at, _existing(current))
+            if slot_decision is not None:
+                return slot_decision
+        duplicate = await self.repo.live_by_hash(scope, p.digest)
+        if duplicate is not None and duplicate.type == p.item.type:
+            return Decision(Action.DEDUPLICATE, duplicate.id)
+        thresholds = self.deps.embedder.thresholds
+        nearest = await self.repo.nearest_of_type(
+            scope, p.item.type, vector, self.deps.embedder.name, p.subject
+        )
+        return decide_semantic(
+            p.observed_at,
+            _existing(nearest[0]) if nearest else None,
+            nearest[1] if nearest else None,
+            supersede_at=thresholds.supersede,
+            review_at=thresholds.review,
+        )
+
+    async def _write(self, p: _Prepared, vector: list[float], now: datetime, actor: str) -> RememberResult:
+        item = p.item
+        scope = Scope(self.repo.tenant, item.user_id, item.project_id)
+        decision = await self._decide(p, scope, vector)
+        if decision.action is Action.DEDUPLICATE:
+            assert decision.target is not None
+            return await self._reinforce(decision.target, p, now, actor)
+        memory = self._new_memory(p, vector, now)
+        self.repo.add(memory)
+        self.repo.add_event(
+            memory_id=memory.id,
+            user_id=item.user_id,
+            project_id=item.project_id,
+            kind=EventKind.CREATED,
+            actor=actor,
+            reason=f"{item.source} write",
+            details={"type": item.type, "subject": p.subject, "source": item.source},
+        )
+        superseded: list[uuid.UUID] = []
+        proposals: list[uuid.UUID] = []
+        old = await self.repo.get(decision.target) if decision.target else None
+        if decision.action is Action.SUPERSEDE and old is not None:
+            self._supersede(old, memory, decision, now, actor)
+            superseded.append(old.id)
+        elif decision.action is Action.ARRIVED_STALE and old is not None:
+            self._supersede(memory, old, decision, now, actor)
+        elif decision.action is Action.PROPOSE and old is not None:
+            proposal = self.repo.add_proposal(
+                scope=scope,
+                kind=ProposalKind.SUPERSEDE,
+                target_ids=[old.id, memory.id],
+                payload={
+                    "superseded": str(old.id),
+                    "successor": str(memory.id),
+                    "rule": decision.rule,
+                    "cosine": decision.cosine,
+                    "protected": old.status == MemoryStatus.PINNED or old.type == MemoryType.CRITICAL_RULE,
+                },
+                rationale=_proposal_rationale(old, decision),
+                model=None,
+            )
+            proposals.append(proposal.id)
+        await self.repo.flush()
+        action = "superseded" if superseded else "created"
+        return RememberResult(memory, action, superseded, proposals, p.redacted)
+
+    def _new_memory(self, p: _Prepared, vector: list[float], now: datetime) -> Memory:
+        item = p.item
+        return Memory(
+            tenant_id=self.repo.tenant,
+            id=uuid.uuid4(),
+            user_id=item.user_id,
+            project_id=item.project_id,
+            session_id=item.session_id,
+            type=item.type,
+            subject=p.subject,
+            content=p.content,
+            summary=p.summary,
+            status=MemoryStatus.PINNED if item.pinned else MemoryStatus.ACTIVE,
+            importance=item.importance,
+            salience=1.0,
+            confidence=item.confidence,
+            privacy=item.privacy,
+            tags=[redact(t).text for t in item.tags],
+            created_at=now,
+            updated_at=now,
+            valid_from=p.observed_at,
+            expires_at=p.expires_at,
+            access_count=0,
+            source=item.source,
+            source_model=item.source_model,
+            source_message_id=item.source_message_id,
+            embed_model=self.deps.embedder.name,
+            embedding=vector,
+            content_hash=p.digest,
+        )
+
+    def _supersede(self, old: Memory, new: Memory, decision: Decision, now: datetime, actor: str) -> None:
+        """Retire `old` in favour of `new` (nothing is deleted; the chain stays navigable)."""
+        old.status = MemoryStatus.SUPERSEDED
+        old.superseded_by = new.id
+        old.valid_to = new.valid_from
+        old.updated_at = now
+        if new.supersedes is None:
+            new.supersedes = old.id
+        self.repo.add_event(
+            memory_id=old.id,
+            user_id=old.user_id,
+            project_id=old.project_id,
+            kind=EventKind.SUPERSEDED,
+            actor=actor,
+            reason=_supersede_reason(decision),
+            details={"successor": str(new.id), "rule": decision.rule, "cosine": decision.cosine},
+        )
+
+    async def _reinforce(self, target: uuid.UUID, p: _Prepared, now: datetime, actor: str) -> RememberResult:
+        memory = await self.repo.get(target)
+        assert memory is not None
+        memory.access_count += 1
+        memory.last_accessed_at = now
+        memory.updated_at = now
+        memory.importance = max(memory.importance, p.item.importance)
+        self.repo.add_event(
+            memory_id=memory.id,
+            user_id=memory.user_id,
+            project_id=memory.project_id,
+            kind=EventKind.DEDUPLICATED,
+            actor=actor,
+            reason="the same content was written again",
+            details={"source": p.item.source},
+        )
+        await self.repo.flush()
+        return RememberResult(memory, "deduplicated", [], [], p.redacted)
+
+
+def _existing(memory: Memory | None) -> Existing | None:
+    if memory is None:
+        return None
+    protected = memory.status == MemoryStatus.PINNED or memory.type == MemoryType.CRITICAL_RULE
+    return Existing(memory.id, memory.content_hash, protected, memory.valid_from)
+
+
+def _supersede_reason(decision: Decision) -> str:
+    if decision.cosine is not None:
+        return f"{decision.rule}: cosine {decision.cosine:.3f} with a newer memory of the same type"
+    return f"{decision.rule}: a newer memory took the same slot"
+
+
+def _proposal_rationale(old: Memory, decision: Decision) -> str:
+    if old.status == MemoryStatus.PINNED or old.type == MemoryType.CRITICAL_RULE:
+        return "the existing memory is pinned or a critical rule; it is never replaced without approval"
+    return f"cosine {decision.cosine:.3f} is in the review band: possibly the same fact, changed"
+
+
+__all__ = ["MemoryWriter", "Source"]

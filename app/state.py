@@ -1,0 +1,23 @@
+"""Clients built once per process, in the app's lifespan (never at import time, never per request)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.embeddings.base import Embedder
+from app.lib.clock import Clock
+from app.lib.settings import Settings
+from app.lib.tokens import TokenCounter
+
+
+@dataclass(slots=True)
+class Services:
+    settings: Settings
+    clock: Clock
+    counter: TokenCounter
+    embedder: Embedder | None = None
+
+    def require_embedder(self) -> Embedder:
+        if self.embedder is None:
+            raise RuntimeError("the embedder is not loaded yet (the app's lifespan has not started)")
+        return self.embedder

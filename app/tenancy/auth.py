@@ -1,0 +1,46 @@
+"""Request authentication: a Bearer key becomes a `TenantId`, and the transaction is bound to it."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.session import set_tenant
+from app.lib.errors import Unauthorized
+from app.tenancy.keys import KEY_PREFIX, hash_key
+from app.tenancy.types import TenantId
+
+AUTHENTICATE = text("SELECT tenant_id, key_id FROM engram_authenticate(:key_hash)")
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    tenant: TenantId
+    key_id: uuid.UUID
+
+
+def bearer_token(authorization: str | None) -> str:
+    """The key from an `Authorization: Bearer <key>` header."""
+    if not authorization:
+        raise Unauthorized("missing Authorization header (expected 'Bearer <api key>')")
+    scheme, _, token = authorization.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise Unauthorized("malformed Authorization header (expected 'Bearer <api key>')")
+    return token
+
+
+async def authenticate(session: AsyncSession, authorization: str | None) -> Principal:
+    """Resolve the key and bind the session's transaction to its tenant (RLS context)."""
+    token = bearer_token(authorization)
+    if not token.startswith(KEY_PREFIX) or len(token) > 200:
+        raise Unauthorized("invalid API key")
+    row = (await session.execute(AUTHENTICATE, {"key_hash": hash_key(token)})).first()
+    if row is None:
+        raise Unauthorized("invalid or revoked API key")
+    principal = Principal(tenant=TenantId(row.tenant_id), key_id=row.key_id)
+    await set_tenant(session, principal.tenant)
+    return principal
