@@ -81,7 +81,9 @@ def _key(args: argparse.Namespace, settings: Settings) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="engram", description="Long-term memory service for LLM agents.")
     sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="run the HTTP service (embedded PostgreSQL when DATABASE_URL is unset)")
+    serve = sub.add_parser(
+        "serve", help="run the HTTP service (embedded PostgreSQL when DATABASE_URL is unset)"
+    )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.set_defaults(handler=_serve)

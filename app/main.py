@@ -39,13 +39,17 @@ def service_database_url(settings: Settings) -> str:
     return app_role_url(settings.database_url, APP_ROLE, password)
 
 
-def create_app(settings: Settings, *, clock: Clock | None = None, embedder: Embedder | None = None) -> Litestar:
+def create_app(
+    settings: Settings, *, clock: Clock | None = None, embedder: Embedder | None = None
+) -> Litestar:
     """Build the Litestar app. Clients are created here or in the lifespan, once per process."""
     configure_logging(settings.log_level, settings.log_json)
     engine = create_engine(
         service_database_url(settings), pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow
     )
-    services = Services(settings=settings, clock=clock or SystemClock(), counter=TokenCounter(), embedder=embedder)
+    services = Services(
+        settings=settings, clock=clock or SystemClock(), counter=TokenCounter(), embedder=embedder
+    )
     owns_embedder = embedder is None
 
     @asynccontextmanager

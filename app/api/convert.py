@@ -111,4 +111,6 @@ def event_out(event: MemoryEvent) -> EventOut:
 
 def history_out(history: History) -> HistoryOut:
     events = [e for e in history.events if isinstance(e, MemoryEvent)]
-    return HistoryOut(events=[event_out(e) for e in events], versions=[MemoryOut.of(m) for m in history.versions])
+    return HistoryOut(
+        events=[event_out(e) for e in events], versions=[MemoryOut.of(m) for m in history.versions]
+    )

@@ -7,6 +7,7 @@ from collections.abc import AsyncGenerator
 import structlog
 from litestar import Request
 from litestar.datastructures import State
+from litestar.di import NamedDependency
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.memory.context import MemoryDeps
@@ -16,7 +17,9 @@ from app.state import Services
 from app.tenancy.auth import Principal, authenticate
 
 
-async def provide_transaction(db_session: AsyncSession) -> AsyncGenerator[AsyncSession, None]:
+async def provide_transaction(
+    db_session: NamedDependency[AsyncSession],
+) -> AsyncGenerator[AsyncSession, None]:
     """The request's unit of work: commit after the handler succeeds, roll back on any error.
 
     Committing here (not in a before-send hook) means a failed commit becomes an error response
@@ -31,7 +34,9 @@ async def provide_transaction(db_session: AsyncSession) -> AsyncGenerator[AsyncS
         await db_session.commit()
 
 
-async def provide_principal(request: Request[object, object, State], transaction: AsyncSession) -> Principal:
+async def provide_principal(
+    request: Request[object, object, State], transaction: NamedDependency[AsyncSession]
+) -> Principal:
     principal = await authenticate(transaction, request.headers.get("authorization"))
     request.scope["state"]["tenant_id"] = str(principal.tenant)
     structlog.contextvars.bind_contextvars(tenant_id=str(principal.tenant))
@@ -44,7 +49,7 @@ def services_of(state: State) -> Services:
 
 
 async def provide_memory_service(
-    state: State, principal: Principal, transaction: AsyncSession
+    state: State, principal: NamedDependency[Principal], transaction: NamedDependency[AsyncSession]
 ) -> MemoryService:
     services = services_of(state)
     deps = MemoryDeps(

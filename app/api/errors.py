@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 
@@ -31,16 +33,18 @@ def _error(status: int, code: str, detail: str) -> Response[dict[str, str]]:
     return Response({"error": code, "detail": redact(detail).text}, status_code=status)
 
 
-def engram_error(_: Request[object, object, object], exc: EngramError) -> Response[dict[str, str]]:
+def engram_error(_: Request[Any, Any, Any], exc: EngramError) -> Response[dict[str, str]]:
     return _error(exc.status_code, exc.code, exc.detail)
 
 
-def http_error(_: Request[object, object, object], exc: HTTPException) -> Response[dict[str, str]]:
+def http_error(_: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, str]]:
     if isinstance(exc, ValidationException):
         # Malformed JSON is a 400; a well-formed body that breaks the schema is a 422.
         detail = str(exc.detail)
         extra = exc.extra if isinstance(exc.extra, list) else []
-        messages = [f"{e.get('key', '')}: {e.get('message', '')}".strip(": ") for e in extra if isinstance(e, dict)]
+        messages = [
+            f"{e.get('key', '')}: {e.get('message', '')}".strip(": ") for e in extra if isinstance(e, dict)
+        ]
         if messages:
             detail = "; ".join(messages)
         status = 400 if "JSON is malformed" in detail or "malformed" in detail.lower() else 422
@@ -49,12 +53,12 @@ def http_error(_: Request[object, object, object], exc: HTTPException) -> Respon
     return _error(status, _CODES.get(status, "error"), str(exc.detail))
 
 
-def embedding_error(_: Request[object, object, object], exc: EmbeddingError) -> Response[dict[str, str]]:
+def embedding_error(_: Request[Any, Any, Any], exc: EmbeddingError) -> Response[dict[str, str]]:
     log.warning("embedding_failed", error=str(exc))
     return _error(503, "unavailable", "the embedding provider failed; try again later")
 
 
-def unexpected_error(_: Request[object, object, object], exc: Exception) -> Response[dict[str, str]]:
+def unexpected_error(_: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, str]]:
     log.error("unhandled_error", error_type=type(exc).__name__, exc_info=exc)
     return _error(500, "internal_error", "an unexpected error occurred; it has been logged")
 

@@ -29,5 +29,7 @@ class HealthController(Controller):
             return Response({"status": "unavailable", "detail": type(exc).__name__}, status_code=503)
         head = head_revision()
         if current != head:
-            return Response({"status": "migrations_pending", "current": current, "head": head}, status_code=503)
+            return Response(
+                {"status": "migrations_pending", "current": current, "head": head}, status_code=503
+            )
         return Response({"status": "ready", "migration": current})

@@ -6,6 +6,7 @@ import uuid
 from typing import Annotated
 
 from litestar import Controller, delete, get, patch, post
+from litestar.di import NamedDependency
 from litestar.params import Parameter
 
 from app.api.convert import history_out, recall_input, recall_out, remember_input, remember_out
@@ -38,11 +39,11 @@ class MemoryController(Controller):
     tags = ["memories"]
 
     @post("/", status_code=201)
-    async def create(self, data: MemoryIn, memory_service: MemoryService) -> RememberOut:
+    async def create(self, data: MemoryIn, memory_service: NamedDependency[MemoryService]) -> RememberOut:
         return remember_out(await memory_service.remember(remember_input(data)))
 
     @post("/batch", status_code=201)
-    async def create_batch(self, data: BatchIn, memory_service: MemoryService) -> BatchOut:
+    async def create_batch(self, data: BatchIn, memory_service: NamedDependency[MemoryService]) -> BatchOut:
         if not 1 <= len(data.items) <= MAX_BATCH:
             raise ValidationFailed(f"items must hold between 1 and {MAX_BATCH} memories")
         results = await memory_service.remember_many([remember_input(i) for i in data.items])
@@ -51,17 +52,17 @@ class MemoryController(Controller):
     @get("/")
     async def list_memories(
         self,
-        memory_service: MemoryService,
+        memory_service: NamedDependency[MemoryService],
         user_id: str,
         project_id: str | None = None,
         status: str | None = None,
-        type: str | None = None,  # noqa: A002 - the API's field name
+        type: str | None = None,
         subject: str | None = None,
         q: str | None = None,
         limit: Limit = 50,
         cursor: str | None = None,
     ) -> MemoryPage:
-        items, next_cursor = await memory_service.list(
+        items, next_cursor = await memory_service.list_memories(
             user_id,
             project_id=project_id,
             status=status,
@@ -74,34 +75,40 @@ class MemoryController(Controller):
         return MemoryPage(items=[MemoryOut.of(m) for m in items], next_cursor=next_cursor)
 
     @get("/{memory_id:uuid}")
-    async def get_memory(self, memory_id: uuid.UUID, memory_service: MemoryService) -> MemoryOut:
+    async def get_memory(
+        self, memory_id: uuid.UUID, memory_service: NamedDependency[MemoryService]
+    ) -> MemoryOut:
         return MemoryOut.of(await memory_service.get(memory_id))
 
     @patch("/{memory_id:uuid}")
     async def patch_memory(
-        self, memory_id: uuid.UUID, data: MemoryPatch, memory_service: MemoryService
+        self, memory_id: uuid.UUID, data: MemoryPatch, memory_service: NamedDependency[MemoryService]
     ) -> MemoryOut:
         return MemoryOut.of(await memory_service.patch(memory_id, data.changes()))
 
     @post("/{memory_id:uuid}/pin", status_code=200)
-    async def pin(self, memory_id: uuid.UUID, memory_service: MemoryService) -> MemoryOut:
+    async def pin(self, memory_id: uuid.UUID, memory_service: NamedDependency[MemoryService]) -> MemoryOut:
         return MemoryOut.of(await memory_service.set_state(memory_id, "pin"))
 
     @post("/{memory_id:uuid}/unpin", status_code=200)
-    async def unpin(self, memory_id: uuid.UUID, memory_service: MemoryService) -> MemoryOut:
+    async def unpin(self, memory_id: uuid.UUID, memory_service: NamedDependency[MemoryService]) -> MemoryOut:
         return MemoryOut.of(await memory_service.set_state(memory_id, "unpin"))
 
     @post("/{memory_id:uuid}/archive", status_code=200)
-    async def archive(self, memory_id: uuid.UUID, memory_service: MemoryService) -> MemoryOut:
+    async def archive(
+        self, memory_id: uuid.UUID, memory_service: NamedDependency[MemoryService]
+    ) -> MemoryOut:
         return MemoryOut.of(await memory_service.set_state(memory_id, "archive"))
 
     @post("/{memory_id:uuid}/restore", status_code=200)
-    async def restore(self, memory_id: uuid.UUID, memory_service: MemoryService) -> MemoryOut:
+    async def restore(
+        self, memory_id: uuid.UUID, memory_service: NamedDependency[MemoryService]
+    ) -> MemoryOut:
         return MemoryOut.of(await memory_service.set_state(memory_id, "restore"))
 
     @delete("/{memory_id:uuid}", status_code=200)
     async def delete_memory(
-        self, memory_id: uuid.UUID, memory_service: MemoryService, erase: bool = False
+        self, memory_id: uuid.UUID, memory_service: NamedDependency[MemoryService], erase: bool = False
     ) -> ForgottenOut | EraseReceipt:
         if erase:
             return EraseReceipt(**await memory_service.erase_one(memory_id))
@@ -110,7 +117,9 @@ class MemoryController(Controller):
         return ForgottenOut(forgotten=forgotten)
 
     @get("/{memory_id:uuid}/history")
-    async def history(self, memory_id: uuid.UUID, memory_service: MemoryService) -> HistoryOut:
+    async def history(
+        self, memory_id: uuid.UUID, memory_service: NamedDependency[MemoryService]
+    ) -> HistoryOut:
         return history_out(await memory_service.history(memory_id))
 
 
@@ -119,11 +128,11 @@ class RecallController(Controller):
     tags = ["recall"]
 
     @post("/recall", status_code=200)
-    async def recall(self, data: RecallIn, memory_service: MemoryService) -> RecallOut:
+    async def recall(self, data: RecallIn, memory_service: NamedDependency[MemoryService]) -> RecallOut:
         return recall_out(await memory_service.recall(recall_input(data)), data.explain)
 
     @post("/forget", status_code=200)
-    async def forget(self, data: ForgetIn, memory_service: MemoryService) -> ForgottenOut:
+    async def forget(self, data: ForgetIn, memory_service: NamedDependency[MemoryService]) -> ForgottenOut:
         f = data.filter
         forgotten = await memory_service.forget(
             data.user_id,
@@ -138,5 +147,7 @@ class RecallController(Controller):
         return ForgottenOut(forgotten=forgotten)
 
     @get("/stats")
-    async def stats(self, memory_service: MemoryService, user_id: str | None = None) -> StatsOut:
+    async def stats(
+        self, memory_service: NamedDependency[MemoryService], user_id: str | None = None
+    ) -> StatsOut:
         return StatsOut(**await memory_service.stats(user_id))

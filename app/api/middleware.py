@@ -6,6 +6,7 @@ import time
 import uuid
 
 import structlog
+from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.lib.logging import get_logger
@@ -15,7 +16,7 @@ log = get_logger("engram.access")
 
 def access_log_middleware(app: ASGIApp) -> ASGIApp:
     async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != ScopeType.HTTP:
             await app(scope, receive, send)
             return
         request_id = uuid.uuid4().hex[:16]

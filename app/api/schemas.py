@@ -40,12 +40,12 @@ class BatchIn(Strict):
 class MemoryPatch(Strict):
     content: str | msgspec.UnsetType = msgspec.UNSET
     type: str | msgspec.UnsetType = msgspec.UNSET
-    subject: str | None | msgspec.UnsetType = msgspec.UNSET
+    subject: str | msgspec.UnsetType | None = msgspec.UNSET
     importance: float | msgspec.UnsetType = msgspec.UNSET
     confidence: float | msgspec.UnsetType = msgspec.UNSET
     privacy: str | msgspec.UnsetType = msgspec.UNSET
     tags: list[str] | msgspec.UnsetType = msgspec.UNSET
-    expires_at: datetime | None | msgspec.UnsetType = msgspec.UNSET
+    expires_at: datetime | msgspec.UnsetType | None = msgspec.UNSET
 
     def changes(self) -> dict[str, Any]:
         return {f: v for f in self.__struct_fields__ if (v := getattr(self, f)) is not msgspec.UNSET}

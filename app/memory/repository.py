@@ -267,7 +267,7 @@ class MemoryRepository:
         mtype: str | None,
         subject: str | None,
         q: str | None,
-    ) -> Select[tuple[Memory]]:
+    ) -> Select[Memory]:
         conditions: list[Any] = [Memory.tenant_id == self.tenant, Memory.user_id == user_id]
         if project_id is not None:
             conditions.append(Memory.project_id == project_id)
@@ -287,7 +287,7 @@ class MemoryRepository:
         return select(Memory).where(*conditions)
 
     async def page(
-        self, query: Select[tuple[Memory]], *, after: tuple[datetime, uuid.UUID] | None, limit: int
+        self, query: Select[Memory], *, after: tuple[datetime, uuid.UUID] | None, limit: int
     ) -> list[Memory]:
         """Keyset pagination, newest first."""
         if after is not None:

@@ -8,7 +8,7 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, update
+from sqlalchemy import any_, delete, literal, update
 
 from app.db.models import DreamProposal, Memory, MemoryEvent
 from app.lib.errors import Conflict, NotFound, ValidationFailed
@@ -63,7 +63,7 @@ class MemoryService:
             raise NotFound(f"memory {memory_id} not found")
         return memory
 
-    async def list(
+    async def list_memories(
         self,
         user_id: str,
         *,
@@ -294,7 +294,7 @@ class MemoryService:
         )
         proposals = await session.execute(
             delete(DreamProposal).where(
-                DreamProposal.tenant_id == tenant, DreamProposal.target_ids.any(memory_id)
+                DreamProposal.tenant_id == tenant, literal(memory_id) == any_(DreamProposal.target_ids)
             )
         )
         await session.execute(
@@ -303,7 +303,9 @@ class MemoryService:
             .values(superseded_by=None)
         )
         await session.execute(
-            update(Memory).where(Memory.tenant_id == tenant, Memory.supersedes == memory_id).values(supersedes=None)
+            update(Memory)
+            .where(Memory.tenant_id == tenant, Memory.supersedes == memory_id)
+            .values(supersedes=None)
         )
         await session.delete(memory)
         self._event(memory, EventKind.ERASED, "erase requested")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -56,7 +57,9 @@ async def create_key(session: AsyncSession, tenant_name: str, key_name: str) -> 
     """Another key for an existing tenant."""
     tenant = await _tenant_by_name(session, tenant_name)
     new = generate_key()
-    key = ApiKey(tenant_id=tenant.id, id=uuid.uuid4(), prefix=new.prefix, key_hash=new.key_hash, name=key_name)
+    key = ApiKey(
+        tenant_id=tenant.id, id=uuid.uuid4(), prefix=new.prefix, key_hash=new.key_hash, name=key_name
+    )
     session.add(key)
     await session.flush()
     return CreatedKey(tenant_id=TenantId(tenant.id), key_id=key.id, plaintext=new.plaintext)
@@ -76,12 +79,12 @@ async def list_keys(session: AsyncSession, tenant_name: str | None = None) -> li
 async def revoke_key(session: AsyncSession, prefix_or_id: str) -> int:
     """Revoke a key by its public prefix or id; returns how many keys were revoked."""
     condition = ApiKey.prefix == prefix_or_id
-    try:
+    with suppress(ValueError):
         condition = condition | (ApiKey.id == uuid.UUID(prefix_or_id))
-    except ValueError:
-        pass
     result = await session.execute(
-        update(ApiKey).where(condition, ApiKey.revoked_at.is_(None)).values(revoked_at=datetime.now().astimezone())
+        update(ApiKey)
+        .where(condition, ApiKey.revoked_at.is_(None))
+        .values(revoked_at=datetime.now().astimezone())
     )
     count = int(getattr(result, "rowcount", 0) or 0)
     if count == 0:

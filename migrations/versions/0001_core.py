@@ -20,8 +20,19 @@ depends_on: str | Sequence[str] | None = None
 APP_ROLE = "engram_app"
 TENANT_TABLES = ("memories", "memory_events", "dream_proposals")
 MEMORY_TYPES = (
-    "identity", "preference", "fact", "decision", "constraint", "critical_rule", "project", "task",
-    "deadline", "learning_goal", "mistake", "episodic", "temporary",
+    "identity",
+    "preference",
+    "fact",
+    "decision",
+    "constraint",
+    "critical_rule",
+    "project",
+    "task",
+    "deadline",
+    "learning_goal",
+    "mistake",
+    "episodic",
+    "temporary",
 )
 # Partial HNSW indexes, one per known embed model and its dimension (the column itself is an
 # unconstrained `vector`, so a model swap to another dimension needs no table rewrite).
@@ -143,7 +154,9 @@ def upgrade() -> None:
     )
     op.create_index("ix_memories_hash", "memories", ["tenant_id", "user_id", "content_hash"])
     op.create_index(
-        "ix_memories_listing", "memories", ["tenant_id", "user_id", sa.text("created_at DESC"), sa.text("id DESC")]
+        "ix_memories_listing",
+        "memories",
+        ["tenant_id", "user_id", sa.text("created_at DESC"), sa.text("id DESC")],
     )
     op.create_index("ix_memories_tsv", "memories", ["content_tsv"], postgresql_using="gin")
     for suffix, (model, dim) in HNSW_MODELS.items():

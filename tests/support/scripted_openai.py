@@ -312,9 +312,9 @@ class ScriptedOpenAI:
             time.sleep(0.01)
         return calls
 
-    async def wait_for_calls_async(self, count: int, *, timeout: float = 5.0) -> list[ScriptedCall]:
+    async def wait_for_calls_async(self, count: int, *, within: float = 5.0) -> list[ScriptedCall]:
         """:meth:`wait_for_calls` for async tests: yields to the loop instead of blocking it."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + within
         while len(calls := self.calls) < count:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"expected {count} calls, got {len(calls)}: {calls}")

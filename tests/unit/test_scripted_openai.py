@@ -174,4 +174,4 @@ def test_reset_and_context_manager_restart() -> None:
         assert server.pending_steps == 0
         assert server.calls == []
     with pytest.raises(RuntimeError, match="not started"):
-        ScriptedOpenAI().base_url
+        _ = ScriptedOpenAI().base_url
