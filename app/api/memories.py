@@ -7,7 +7,7 @@ from typing import Annotated
 
 from litestar import Controller, delete, get, patch, post
 from litestar.di import NamedDependency
-from litestar.params import Parameter
+from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 
 from app.api.convert import history_out, recall_input, recall_out, remember_input, remember_out
 from app.api.schemas import (
@@ -31,7 +31,9 @@ from app.memory.models import ForgetFilter
 from app.memory.service import MemoryService
 
 MAX_BATCH = 1000
-Limit = Annotated[int, Parameter(ge=1, le=500)]
+Service = NamedDependency[MemoryService]
+MemoryId = FromPath[uuid.UUID]
+Limit = Annotated[int, QueryParameter(ge=1, le=500)]
 
 
 class MemoryController(Controller):
@@ -39,11 +41,11 @@ class MemoryController(Controller):
     tags = ["memories"]
 
     @post("/", status_code=201)
-    async def create(self, data: MemoryIn, memory_service: NamedDependency[MemoryService]) -> RememberOut:
+    async def create(self, data: JSONBody[MemoryIn], memory_service: Service) -> RememberOut:
         return remember_out(await memory_service.remember(remember_input(data)))
 
     @post("/batch", status_code=201)
-    async def create_batch(self, data: BatchIn, memory_service: NamedDependency[MemoryService]) -> BatchOut:
+    async def create_batch(self, data: JSONBody[BatchIn], memory_service: Service) -> BatchOut:
         if not 1 <= len(data.items) <= MAX_BATCH:
             raise ValidationFailed(f"items must hold between 1 and {MAX_BATCH} memories")
         results = await memory_service.remember_many([remember_input(i) for i in data.items])
@@ -52,15 +54,15 @@ class MemoryController(Controller):
     @get("/")
     async def list_memories(
         self,
-        memory_service: NamedDependency[MemoryService],
-        user_id: str,
-        project_id: str | None = None,
-        status: str | None = None,
+        memory_service: Service,
+        user_id: FromQuery[str],
+        project_id: FromQuery[str | None] = None,
+        status: FromQuery[str | None] = None,
         type: str | None = None,
-        subject: str | None = None,
-        q: str | None = None,
+        subject: FromQuery[str | None] = None,
+        q: FromQuery[str | None] = None,
         limit: Limit = 50,
-        cursor: str | None = None,
+        cursor: FromQuery[str | None] = None,
     ) -> MemoryPage:
         items, next_cursor = await memory_service.list_memories(
             user_id,
@@ -75,40 +77,40 @@ class MemoryController(Controller):
         return MemoryPage(items=[MemoryOut.of(m) for m in items], next_cursor=next_cursor)
 
     @get("/{memory_id:uuid}")
-    async def get_memory(
-        self, memory_id: uuid.UUID, memory_service: NamedDependency[MemoryService]
-    ) -> MemoryOut:
+    async def get_memory(self, memory_id: MemoryId, memory_service: Service) -> MemoryOut:
         return MemoryOut.of(await memory_service.get(memory_id))
 
     @patch("/{memory_id:uuid}")
     async def patch_memory(
-        self, memory_id: uuid.UUID, data: MemoryPatch, memory_service: NamedDependency[MemoryService]
+        self,
+        memory_id: MemoryId,
+        data: JSONBody[MemoryPatch],
+        memory_service: Service,
     ) -> MemoryOut:
         return MemoryOut.of(await memory_service.patch(memory_id, data.changes()))
 
     @post("/{memory_id:uuid}/pin", status_code=200)
-    async def pin(self, memory_id: uuid.UUID, memory_service: NamedDependency[MemoryService]) -> MemoryOut:
+    async def pin(self, memory_id: MemoryId, memory_service: Service) -> MemoryOut:
         return MemoryOut.of(await memory_service.set_state(memory_id, "pin"))
 
     @post("/{memory_id:uuid}/unpin", status_code=200)
-    async def unpin(self, memory_id: uuid.UUID, memory_service: NamedDependency[MemoryService]) -> MemoryOut:
+    async def unpin(self, memory_id: MemoryId, memory_service: Service) -> MemoryOut:
         return MemoryOut.of(await memory_service.set_state(memory_id, "unpin"))
 
     @post("/{memory_id:uuid}/archive", status_code=200)
-    async def archive(
-        self, memory_id: uuid.UUID, memory_service: NamedDependency[MemoryService]
-    ) -> MemoryOut:
+    async def archive(self, memory_id: MemoryId, memory_service: Service) -> MemoryOut:
         return MemoryOut.of(await memory_service.set_state(memory_id, "archive"))
 
     @post("/{memory_id:uuid}/restore", status_code=200)
-    async def restore(
-        self, memory_id: uuid.UUID, memory_service: NamedDependency[MemoryService]
-    ) -> MemoryOut:
+    async def restore(self, memory_id: MemoryId, memory_service: Service) -> MemoryOut:
         return MemoryOut.of(await memory_service.set_state(memory_id, "restore"))
 
     @delete("/{memory_id:uuid}", status_code=200)
     async def delete_memory(
-        self, memory_id: uuid.UUID, memory_service: NamedDependency[MemoryService], erase: bool = False
+        self,
+        memory_id: MemoryId,
+        memory_service: Service,
+        erase: FromQuery[bool] = False,
     ) -> ForgottenOut | EraseReceipt:
         if erase:
             return EraseReceipt(**await memory_service.erase_one(memory_id))
@@ -117,9 +119,7 @@ class MemoryController(Controller):
         return ForgottenOut(forgotten=forgotten)
 
     @get("/{memory_id:uuid}/history")
-    async def history(
-        self, memory_id: uuid.UUID, memory_service: NamedDependency[MemoryService]
-    ) -> HistoryOut:
+    async def history(self, memory_id: MemoryId, memory_service: Service) -> HistoryOut:
         return history_out(await memory_service.history(memory_id))
 
 
@@ -128,11 +128,11 @@ class RecallController(Controller):
     tags = ["recall"]
 
     @post("/recall", status_code=200)
-    async def recall(self, data: RecallIn, memory_service: NamedDependency[MemoryService]) -> RecallOut:
+    async def recall(self, data: JSONBody[RecallIn], memory_service: Service) -> RecallOut:
         return recall_out(await memory_service.recall(recall_input(data)), data.explain)
 
     @post("/forget", status_code=200)
-    async def forget(self, data: ForgetIn, memory_service: NamedDependency[MemoryService]) -> ForgottenOut:
+    async def forget(self, data: JSONBody[ForgetIn], memory_service: Service) -> ForgottenOut:
         f = data.filter
         forgotten = await memory_service.forget(
             data.user_id,
@@ -147,7 +147,5 @@ class RecallController(Controller):
         return ForgottenOut(forgotten=forgotten)
 
     @get("/stats")
-    async def stats(
-        self, memory_service: NamedDependency[MemoryService], user_id: str | None = None
-    ) -> StatsOut:
+    async def stats(self, memory_service: Service, user_id: FromQuery[str | None] = None) -> StatsOut:
         return StatsOut(**await memory_service.stats(user_id))

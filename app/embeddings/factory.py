@@ -14,7 +14,8 @@ from app.lib.settings import Settings
 async def build_embedder(settings: Settings) -> Embedder:
     """The embedder `settings.embedder` names.
 
-    `auto`: an OpenAI-compatible endpoint when a key is set, else the local model when installed, else hashing.
+    `auto`: an OpenAI-compatible endpoint when a key is set, else the local model when
+    installed, else hashing.
     """
     choice = settings.resolved_embedder(local_embedder_available())
     if choice == "hash":
