@@ -6,18 +6,22 @@ clause decides the memory type and *how* the subject (slot) is derived.
 
 Subject strategies (``Rule.subject``):
 
-- ``none``: never a slot (additive facts such as "I never take calls after 6pm").
+- ``none``: never a slot (additive facts such as "I never take calls after 6pm", rules).
 - ``fixed:<slot>``: a fixed slot, e.g. ``fixed:home city``.
 - ``slot``: the ``subj`` group, normalised ("my dinner budget is ..." -> "dinner budget").
 - ``category``: the category of the first known tool/term in the clause (vim -> editor), else
   a "for the X" / "as my X" scope phrase, else ``None``.
-- ``head``: like ``category`` but falls back to the noun head of the ``obj`` group.
-- ``thing``: like ``category`` but falls back to the whole object noun phrase (likes/dislikes:
+- ``switch``: the ``subj`` group ("I switched my editor to ...") when present, else ``category``.
+- ``head``: the category of the object, else the noun head of the ``obj`` group.
+- ``thing``: the category of the object, else its whole noun phrase (likes/dislikes:
   "I hate marzipan" -> "marzipan", so a later "I like marzipan now" replaces it).
 - ``diet``: the slot of the diet/condition word in the ``diet`` group (vegan -> diet).
 - ``allergy``: "<relation> <allergen> allergy" from the ``rel``/``obj`` groups.
 - ``relhome``: "<relation> home city" from the ``rel`` group.
 - ``role``: "occupation" when the ``obj`` head looks like a role ("engineer"), else ``None``.
+
+A slot is (subject, type), so one attribute must always get the same type whatever the sentence
+shape: :data:`SUBJECT_TYPES` gives the canonical type of the well-known subjects.
 """
 
 from __future__ import annotations
@@ -54,202 +58,118 @@ INTENSIFIERS: Final = re.compile(
 
 # --- subjects ---------------------------------------------------------------------------------
 
-# canonical slot <- phrasings of the same attribute (keys are already lower-case, de-hyphenated)
+# canonical slot <- phrasings of the same attribute (keys are lower-case, hyphens as spaces)
+_SYNONYM_GROUPS: Final[dict[str, tuple[str, ...]]] = {
+    "theme": ("ui theme", "color scheme", "colour scheme", "colour theme", "color theme", "appearance"),
+    "frontend framework": (
+        "frontend",
+        "front end",
+        "front end framework",
+        "frontend stack",
+        "ui framework",
+        "ui stack",
+    ),
+    "backend framework": (
+        "backend",
+        "back end",
+        "api",
+        "back end framework",
+        "api framework",
+        "backend stack",
+        "web framework",
+        "server framework",
+    ),
+    "database": ("db", "storage", "datastore", "data store"),
+    "cloud provider": ("cloud", "hosting", "deployment", "deployment target", "hosting provider"),
+    "test framework": ("testing", "test", "test runner", "testing framework"),
+    "programming language": ("language",),
+    "editor": ("text editor", "code editor", "ide"),
+    "response style": ("answer", "reply", "response", "answer style", "answer format", "response format"),
+    "home city": ("city", "home"),
+    "hometown": ("home town",),
+    "wifi network": ("wifi", "wi fi", "wifi name", "wi fi network"),
+    "indentation": ("indent", "indent style"),
+    "diet": ("dietary preference", "dietary restriction"),
+    "color": ("colour",),
+}
 SUBJECT_SYNONYMS: Final[dict[str, str]] = {
-    "ui theme": "theme",
-    "color scheme": "theme",
-    "colour scheme": "theme",
-    "theme": "theme",
-    "colour theme": "theme",
-    "color theme": "theme",
-    "appearance": "theme",
-    "display mode": "theme",
-    "frontend": "frontend framework",
-    "front end": "frontend framework",
-    "frontend framework": "frontend framework",
-    "front end framework": "frontend framework",
-    "frontend stack": "frontend framework",
-    "ui framework": "frontend framework",
-    "backend": "backend framework",
-    "back end": "backend framework",
-    "api": "backend framework",
-    "backend framework": "backend framework",
-    "back end framework": "backend framework",
-    "api framework": "backend framework",
-    "backend stack": "backend framework",
-    "web framework": "backend framework",
-    "server framework": "backend framework",
-    "database": "database",
-    "db": "database",
-    "storage": "database",
-    "datastore": "database",
-    "data store": "database",
-    "cloud": "cloud provider",
-    "cloud provider": "cloud provider",
-    "hosting": "cloud provider",
-    "deployment": "cloud provider",
-    "deployment target": "cloud provider",
-    "hosting provider": "cloud provider",
-    "testing": "test framework",
-    "test": "test framework",
-    "test framework": "test framework",
-    "test runner": "test framework",
-    "testing framework": "test framework",
-    "language": "programming language",
-    "programming language": "programming language",
-    "editor": "editor",
-    "text editor": "editor",
-    "code editor": "editor",
-    "ide": "editor",
-    "answer": "response style",
-    "reply": "response style",
-    "response": "response style",
-    "answer style": "response style",
-    "response style": "response style",
-    "answer format": "response style",
-    "response format": "response style",
-    "city": "home city",
-    "home city": "home city",
-    "home town": "hometown",
-    "hometown": "hometown",
-    "wifi": "wifi network",
-    "wi fi": "wifi network",
-    "wifi network": "wifi network",
-    "wifi name": "wifi network",
-    "wi fi network": "wifi network",
-    "indentation": "indentation",
-    "indent": "indentation",
-    "indent style": "indentation",
-    "diet": "diet",
-    "dietary preference": "diet",
-    "dietary restriction": "diet",
-    "package manager": "package manager",
-    "colour": "color",
+    phrase: canonical for canonical, phrases in _SYNONYM_GROUPS.items() for phrase in phrases
+}
+# the canonical memory type of well-known slots (applied to fact/preference/decision/identity)
+SUBJECT_TYPES: Final[dict[str, str]] = {
+    **dict.fromkeys(
+        ("theme", "editor", "indentation", "shell", "response style", "programming language"), "preference"
+    ),
+    **dict.fromkeys(
+        (
+            "frontend framework",
+            "backend framework",
+            "database",
+            "cloud provider",
+            "package manager",
+            "test framework",
+        ),
+        "decision",
+    ),
+    **dict.fromkeys(
+        (
+            "name",
+            "age",
+            "birthday",
+            "pronoun",
+            "email",
+            "phone",
+            "phone number",
+            "address",
+            "occupation",
+            "employer",
+            "timezone",
+            "nationality",
+            "home city",
+            "hometown",
+        ),
+        "identity",
+    ),
 }
 # words stripped from the end of a subject phrase ("theme preference" -> "theme")
 GENERIC_TAILS: Final = frozenset(
-    [
-        "preference",
-        "preferences",
-        "info",
-        "information",
-        "details",
-        "data",
-        "memory",
-        "memories",
-        "fact",
-        "facts",
-        "note",
-        "notes",
-        "record",
-        "records",
-        "setting",
-        "settings",
-        "habit",
-        "hobby",
-        "opinion",
-        "opinions",
-        "choice",
-        "stuff",
-        "thing",
-        "things",
-    ]
+    (
+        "preference preferences info information details data memory memories fact facts note notes "
+        "record records setting settings habit hobby opinion opinions choice stuff thing things"
+    ).split()
 )
 LEADING_NOISE: Final = frozenset(
-    [
-        "my",
-        "our",
-        "the",
-        "a",
-        "an",
-        "your",
-        "his",
-        "her",
-        "their",
-        "this",
-        "that",
-        "these",
-        "those",
-        "user's",
-        "users",
-        "favourite",
-        "favorite",
-        "preferred",
-        "current",
-        "new",
-        "old",
-    ]
+    (
+        "my our the a an your his her their this that these those user's users' favourite favorite "
+        "preferred current new old really absolutely very"
+    ).split()
 )
 INVARIANT_PLURALS: Final = frozenset(
-    [
-        "aws",
-        "news",
-        "series",
-        "species",
-        "physics",
-        "mathematics",
-        "analytics",
-        "gas",
-        "bus",
-        "kubernetes",
-        "postgres",
-        "windows",
-        "macos",
-        "ios",
-        "js",
-        "glasses",
-        "jeans",
-        "pants",
-        "shorts",
-        "scissors",
-        "chess",
-        "lens",
-        "yes",
-        "always",
-        "sometimes",
-    ]
-)
-IDENTITY_SLOTS: Final = frozenset(
-    [
-        "name",
-        "age",
-        "birthday",
-        "pronoun",
-        "pronouns",
-        "email",
-        "phone",
-        "address",
-        "occupation",
-        "employer",
-        "timezone",
-        "nationality",
-        "home",
-        "city",
-        "hometown",
-        "title",
-    ]
+    (
+        "aws news series species physics mathematics analytics gas kubernetes postgres windows macos "
+        "ios glasses jeans pants shorts scissors chess lens always sometimes"
+    ).split()
 )
 
-# the category of a recognisable value ("vim" -> editor); first match by position wins
+# the category of a recognisable value ("vim" -> editor); the first mention in a clause wins
 _CATEGORY_TERMS: Final[dict[str, str]] = {
-    "theme": r"(?:dark|light)(?:\s+\w+)?\s+(?:mode|theme|ui|interface|background)|dark\s+mode|"
-    r"light\s+mode|solarized|dracula|high[\s-]contrast|monokai|nord\s+theme",
-    "editor": r"n?vim|neovim|emacs|vs\s?code|visual\s+studio\s+code|helix|sublime(?:\s+text)?|"
-    r"intellij|pycharm|nano|zed\s+editor|webstorm",
-    "indentation": r"tabs|spaces|two[-\s]space\s+indent\w*|four[-\s]space\s+indent\w*",
+    "theme": r"(?:dark|light)(?:\s+\w+)?\s+(?:mode|theme|ui|interface|background)|solarized|dracula|"
+    r"high[\s-]contrast|monokai",
+    "editor": r"n?vim|neovim|emacs|vs\s?code|visual\s+studio\s+code|helix|sublime(?:\s+text)?|intellij|"
+    r"pycharm|nano|webstorm",
+    "indentation": r"tabs|spaces|(?:two|four|2|4)[-\s]space\s+indent\w*",
     "shell": r"zsh|bash|fish\s+shell|powershell|nushell",
-    "frontend framework": r"react(?:\.js)?|vue(?:\.js)?|svelte(?:kit)?|angular|next\.?js|nuxt|"
-    r"vite|solid\.?js|remix|astro|ember",
-    "backend framework": r"fastapi|flask|django|express(?:\.js)?|rails|ruby\s+on\s+rails|spring(?:\s+boot)?|"
-    r"laravel|litestar|nest\.?js|actix|phoenix",
-    "database": r"postgres(?:ql)?|mysql|sqlite|mongo(?:db)?|mariadb|dynamodb|cassandra|cockroachdb|"
-    r"oracle\s+db",
+    "frontend framework": r"react(?:\.js)?|vue(?:\.js)?|svelte(?:kit)?|angular|next\.?js|nuxt|vite|"
+    r"solid\.js|ember\.js",
+    "backend framework": r"fastapi|flask|django|express(?:\.js|js)|rails|spring\s+boot|laravel|litestar|"
+    r"nest\.?js|actix",
+    "database": r"postgres(?:ql)?|mysql|sqlite|mongo(?:db)?|mariadb|dynamodb|cassandra|cockroachdb",
     "cloud provider": r"aws|amazon\s+web\s+services|azure|gcp|google\s+cloud|alibaba\s+cloud|aliyun|"
-    r"heroku|vercel|netlify|digitalocean|fly\.io|cloudflare|render\.com",
-    "package manager": r"npm|pnpm|yarn|pip|poetry|uv|conda",
-    "test framework": r"pytest|jest|vitest|mocha|unittest|cypress|playwright|rspec|junit",
-    "programming language": r"python|rust|golang|typescript|javascript|java|kotlin|c\+\+|c#|ruby|"
-    r"php|swift|scala|haskell|elixir|clojure|ocaml|zig",
+    r"heroku|vercel|netlify|digitalocean|fly\.io|cloudflare",
+    "package manager": r"npm|pnpm|yarn|pip|poetry|conda",
+    "test framework": r"pytest|jest|vitest|unittest|cypress|playwright|rspec|junit",
+    "programming language": r"python|rust|golang|typescript|javascript|java|kotlin|c\+\+|c#|ruby|php|"
+    r"swift|scala|haskell|elixir|clojure|ocaml|zig",
 }
 CATEGORY_PATTERNS: Final = tuple(
     (re.compile(rf"(?<![\w.+#-])(?:{terms})(?![\w+#-])", _I), subject)
@@ -257,33 +177,33 @@ CATEGORY_PATTERNS: Final = tuple(
 )
 # diet words -> slot; medical conditions are their own slots so they never replace a diet
 DIET_SUBJECTS: Final[dict[str, str]] = {
-    "vegan": "diet",
-    "vegetarian": "diet",
-    "pescatarian": "diet",
-    "pescetarian": "diet",
-    "keto": "diet",
-    "ketogenic": "diet",
-    "paleo": "diet",
-    "carnivore": "diet",
-    "flexitarian": "diet",
-    "halal": "diet",
-    "kosher": "diet",
-    "plant-based": "diet",
-    "low-carb": "diet",
-    "coeliac": "gluten intolerance",
-    "celiac": "gluten intolerance",
-    "gluten-free": "gluten intolerance",
-    "gluten intolerant": "gluten intolerance",
-    "lactose intolerant": "lactose intolerance",
-    "lactose-intolerant": "lactose intolerance",
-    "dairy-free": "lactose intolerance",
+    **dict.fromkeys(
+        (
+            "vegan",
+            "vegetarian",
+            "pescatarian",
+            "pescetarian",
+            "keto",
+            "ketogenic",
+            "paleo",
+            "carnivore",
+            "flexitarian",
+            "halal",
+            "kosher",
+            "plant-based",
+            "low-carb",
+        ),
+        "diet",
+    ),
+    **dict.fromkeys(("coeliac", "celiac", "gluten-free", "gluten intolerant"), "gluten intolerance"),
+    **dict.fromkeys(("lactose intolerant", "lactose-intolerant", "dairy-free"), "lactose intolerance"),
     "diabetic": "diabetes",
     "teetotal": "alcohol",
     "sober": "alcohol",
 }
 _DIETS: Final = "|".join(sorted((re.escape(d) for d in DIET_SUBJECTS), key=len, reverse=True))
 ROLE_HEAD: Final = re.compile(
-    r"(?:er|or|ist|ian|ant|ent|ect|ive|nurse|student|chef|dev|lead|cto|ceo|parent|mom|mum|dad)$", _I
+    r"(?:er|or|ist|ian|ant|ent|ect|nurse|student|chef|dev|lead|cto|ceo|parent|mom|mum|dad)$", _I
 )
 
 # --- dates and time phrases -------------------------------------------------------------------
@@ -304,14 +224,13 @@ DATE: Final = (
     r"|in\s+(?:\d+|a|an|two|three|four)\s+(?:days?|weeks?|months?))"
 )
 DEADLINE_HINT: Final = re.compile(
-    rf"\b(?:due|by|before|no\s+later\s+than|deadline\b\W*(?:(?:for|of)\s+[^,.;]+?\s+)?"
+    r"\b(?:due|by|before|no\s+later\s+than|deadline\b\W*(?:(?:for|of)\s+[^,.;]+?\s+)?"
     rf"(?:is\s+|falls\s+on\s+|will\s+be\s+)?)\s*(?:on\s+)?(?P<when>{DATE})\b",
     _I,
 )
 DEADLINE_SUBJECT: Final = (
     re.compile(
-        r"\bdeadline\s+(?:for|of)\s+(?:the\s+|my\s+|our\s+)?(?P<what>[\w\s-]{1,40}?)\s+(?:is|:|falls|will)",
-        _I,
+        r"\bdeadline\s+(?:for|of)\s+(?:the\s+|my\s+|our\s+)?(?P<what>[\w\s-]{1,40}?)\s+(?:is|:|falls|will)", _I
     ),
     re.compile(r"^(?:the\s+|my\s+|our\s+)?(?P<what>[\w-]+(?:\s+[\w-]+){0,3}?)\s+(?:is|are)\s+due\b", _I),
     re.compile(r"\b(?:the\s+|my\s+|our\s+)(?P<what>[\w-]+(?:\s+[\w-]+){0,2}?)\s+deadline\b", _I),
@@ -328,20 +247,27 @@ TEMPORARY_HINT: Final = re.compile(
 
 ABBREVIATIONS: Final = ("e.g.", "i.e.", "etc.", "vs.", "mr.", "mrs.", "ms.", "dr.", "approx.")
 SENTENCE_SPLIT: Final = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+|;\s*")
+# (pattern, fewest words the left part needs) -- each split starts a new clause
 CLAUSE_SPLITS: Final = (
     # "I live in Oslo and I never ..." (a new first-person subject starts a new clause)
-    re.compile(r",?\s+(?:and|but|while|although)\s+(?=(?:i|i'm|i've|i'd|we|we're|we've)\b)", _I),
+    (re.compile(r",?\s+(?:and|but|while|although)\s+(?=(?:i|i'm|i've|i'd|we|we're|we've)\b)", _I), 3),
     # "I'm vegan, what should I cook?"
-    re.compile(
-        r"[,-]\s*(?=(?:so\s+)?(?:what|which|who|where|when|why|how|can\s+you|could\s+you|should\s+i|"
-        r"should\s+we|do\s+you|would\s+you|will\s+you|any\s+(?:ideas|suggestions))\b)",
-        _I,
+    (
+        re.compile(
+            r"\s*(?:,|\s-)\s*(?=(?:so\s+)?(?:what|which|who|where|when|why|how|can\s+you|could\s+you|should\s+i|"
+            r"should\s+we|do\s+you|would\s+you|will\s+you|any\s+(?:ideas|suggestions))\b)",
+            _I,
+        ),
+        2,
     ),
     # "Remember I'm vegan and suggest a dish" / "..., remove it"
-    re.compile(
-        r"(?:,\s*|\s+)(?:and\s+|so\s+)?(?=(?:please\s+)?(?:suggest|recommend|tell\s+me|give\s+me|name|pick|"
-        r"choose|propose|remind\s+me\s+(?!to\b)|help\s+me|remove\s+it|delete\s+it|forget\s+it)\b)",
-        _I,
+    (
+        re.compile(
+            r"(?:,\s*|\s+)(?:and\s+|so\s+)(?=(?:please\s+)?(?:suggest|recommend|tell\s+me|give\s+me|pick|"
+            r"choose|propose|remind\s+me\s+(?!to\b)|help\s+me)\b)|,\s*(?=(?:remove|delete|forget|erase)\s+it\b)",
+            _I,
+        ),
+        2,
     ),
 )
 INTERJECTIONS: Final = re.compile(
@@ -360,7 +286,7 @@ CHITCHAT: Final = re.compile(
     r"(?:that's|that\s+is|this\s+is|it's|it\s+is|that\s+was)\s+(?:really\s+|very\s+|so\s+)?"
     r"(?:great|good|fine|cool|nice|awesome|perfect|helpful|amazing|interesting|funny|right|"
     r"correct|true|ok|okay|useful)|it\s+works|love\s+it|well\s+done|good\s+job|great\s+job)"
-    r"(?:\s+(?:so\s+much|very\s+much|a\s+lot|again|there|everyone|all|buddy|mate|friend|too|"
+    r"(?:[\s,!]+(?:so\s+much|very\s+much|a\s+lot|again|there|everyone|all|buddy|mate|friend|too|"
     r"for\s+(?:the|your|all\s+the|that|this)?\s*\w*))*$",
     _I,
 )
@@ -368,63 +294,28 @@ CHITCHAT: Final = re.compile(
 # --- questions and requests -------------------------------------------------------------------
 
 QUESTION_START: Final = re.compile(
-    r"^(?!do(?:es)?\s+not\b|don't\b|can't\s+stand\b)(?:what|what's|whats|which|who|who's|whom|whose|"
-    r"where|where's|when|when's|why|how|how's|do|does|did|is|isn't|are|aren't|am|was|were|can|"
-    r"could|should|shouldn't|would|will|have|has|may|shall|any\s+idea)\b",
+    r"^(?!do(?:es)?\s+not\b|don't\b|may\s+\d)(?:what|what's|whats|which|who|who's|whom|whose|where|"
+    r"where's|when|when's|why|how|how's|do|does|did|is|isn't|are|aren't|am|was|were|can|could|should|"
+    r"shouldn't|would|will|have|has|may|shall|any\s+idea)\b",
     _I,
 )
 REQUEST_START: Final = re.compile(
     r"^(?:please\s+)?(?:suggest|recommend|propose|pick|choose|select|design|summari[sz]e|plan|help|"
     r"give|name|list|draft|write|tell|explain|describe|show|find|compare|translate|generate|outline|"
-    r"brainstorm|rewrite|review|check|calculate|estimate|book|schedule|advise|teach|confirm|"
-    r"recap|walk\s+me|remind\s+me(?!\s+to\b)|what\s+about|any\s+(?:ideas|suggestions|recommendations))\b",
+    r"brainstorm|rewrite|review|check|calculate|estimate|book|schedule|advise|teach|confirm|recap|"
+    r"walk\s+me|remind\s+me(?!\s+to\b)|what\s+about|any\s+(?:ideas|suggestions|recommendations))\b",
     _I,
 )
 REMEMBER_REQUEST: Final = re.compile(
     r"^(?:can|could|would|will)\s+you\s+(?:please\s+)?(?:remember|note|keep\s+in\s+mind|make\s+a\s+note)", _I
 )
-# imperatives that are never facts when a sentence starts with them
+# sentence openers that never start a statement worth storing
 NON_FACT_STARTS: Final = frozenset(
-    [
-        "let",
-        "try",
-        "go",
-        "stop",
-        "start",
-        "run",
-        "open",
-        "send",
-        "call",
-        "read",
-        "look",
-        "see",
-        "wait",
-        "imagine",
-        "consider",
-        "find",
-        "make",
-        "create",
-        "fix",
-        "debug",
-        "answer",
-        "say",
-        "do",
-        "does",
-        "did",
-        "can",
-        "could",
-        "would",
-        "will",
-        "should",
-        "please",
-        "thank",
-        "thanks",
-        "hi",
-        "hello",
-        "hey",
-        "ok",
-        "okay",
-    ]
+    (
+        "let try go stop start run open send call read look see wait imagine consider find make "
+        "create fix debug answer say do does did can could would will should please thank thanks hi "
+        "hello hey ok okay"
+    ).split()
 )
 
 # --- explicit cues, labels and corrections ----------------------------------------------------
@@ -433,76 +324,67 @@ REMEMBER_PREFIX: Final = re.compile(
     r"^(?:(?:can|could|would|will)\s+you\s+)?(?:please\s+)?(?:(?:i\s+want|i'd\s+like|i\s+would\s+like)\s+"
     r"you\s+to\s+)?(?:remember|memori[sz]e|(?:make\s+a\s+|take\s+)?note|keep\s+in\s+mind|bear\s+in\s+mind|"
     r"(?:don't|do\s+not)\s+forget(?!\s+to\b)|for\s+the\s+record|fyi|just\s+so\s+you\s+know|"
-    r"for\s+your\s+information|know)(?:\s+(?:this|the\s+fact))?(?:\s+that\b)?(?!\s+to\b)\s*[:,-]?\s*",
+    r"for\s+your\s+information|know)\b(?:\s+(?:this|the\s+fact))?(?:\s+that\b)?(?!\s+to\b)\s*[:,-]?\s*",
     _I,
 )
 REMEMBER_TO: Final = re.compile(r"^(?:please\s+)?remember\s+to\s+", _I)
-# label -> memory type it implies (None: only marks the statement explicit)
+REMIND_TO: Final = re.compile(
+    r"^(?:please\s+)?(?:remind\s+me|(?:don't|do\s+not)\s+(?:let\s+me\s+)?forget)\s+to\s+(?P<rest>.+)", _I
+)
+# label -> memory type it implies (None: the label only marks the statement explicit)
 LABELS: Final[dict[str, str | None]] = {
-    "temporary note": "temporary",
-    "temporary": "temporary",
-    "temp": "temporary",
-    "hard constraint": "critical_rule",
-    "critical rule": "critical_rule",
-    "critical": "critical_rule",
-    "rule": "critical_rule",
+    **dict.fromkeys(("temporary note", "temporary", "temp"), "temporary"),
+    **dict.fromkeys(("hard constraint", "critical rule", "critical", "rule"), "critical_rule"),
+    **dict.fromkeys(("reminder", "todo", "to-do", "task"), "task"),
+    **dict.fromkeys(("mistake", "lesson learned", "lessons learned", "lesson"), "mistake"),
+    **dict.fromkeys(("learning goal", "goal"), "learning_goal"),
     "constraint": "constraint",
     "decision": "decision",
     "deadline": "deadline",
-    "reminder": "task",
-    "todo": "task",
-    "to-do": "task",
-    "task": "task",
-    "mistake": "mistake",
-    "lesson learned": "mistake",
-    "lessons learned": "mistake",
-    "lesson": "mistake",
-    "learning goal": "learning_goal",
-    "goal": "learning_goal",
     "preference": "preference",
     "project": "project",
-    "important": None,
-    "note": None,
-    "fyi": None,
+    **dict.fromkeys(("important", "note", "fyi"), None),
 }
-KEEP_LABEL_TEXT: Final = frozenset(
-    {"deadline", "reminder", "todo", "to-do", "task", "mistake", "lesson", "goal"}
-)
-CORRECTION_LABELS: Final = re.compile(
-    r"^(?:update(?:\s+again)?|correction|big\s+change|change\s+of\s+plans?)$", _I
-)
+KEEP_LABEL_TEXT: Final = frozenset({"deadline", "reminder", "todo", "to-do", "task", "mistake", "lesson", "goal"})
+_CORRECTION_LABELS = r"update(?:\s+again)?|correction|big\s+change|change\s+of\s+plans?"
+CORRECTION_LABEL: Final = re.compile(rf"^(?:{_CORRECTION_LABELS})$", _I)
 LABEL_PREFIX: Final = re.compile(
     r"^(?P<label>"
     + "|".join(sorted((re.escape(k) for k in LABELS), key=len, reverse=True))
-    + r"|update(?:\s+again)?|correction|big\s+change|change\s+of\s+plans?)\s*[:\-]\s*",
+    + rf"|{_CORRECTION_LABELS})\s*[:\-]\s*",
     _I,
 )
 CORRECTION_MARKER: Final = re.compile(
     r"^(?:(?:actually|in\s+fact|on\s+second\s+thought|scratch\s+that|(?:i(?:'ve|\s+have)?\s+)?"
     r"changed\s+my\s+mind(?:\s+about\s+[^,.;:-]+)?|let\s+me\s+correct\s+(?:that|myself)|i\s+misspoke|"
     r"i\s+was\s+wrong|that(?:'s|\s+is|\s+was)\s+(?:wrong|not\s+right|incorrect|outdated)(?:\s+actually)?|"
-    r"not\s+any\s?more|hmm+|(?:oh\s+|no\s+)?wait(?:\s+no)?|one\s+more\s+(?:change|update|rename))\b"
-    r"\s*[,:;.!-]*\s*|(?:no|nope|sorry|my\s+bad|oops|update|correction)\s*[,:;.!-]+\s*)",
+    r"not\s+any\s?more|hmm+|(?:oh\s+|no\s+)?wait(?:\s+no)?|one\s+more\s+(?:change|update|rename)|"
+    r"now(?=\s+(?:i|we|my|our|it)\b))\b\s*[,:;.!-]*\s*"
+    r"|(?:no|nope|sorry|my\s+bad|oops|update|correction)\s*[,:;.!-]+\s*)",
     _I,
 )
 CORRECTION_CUE: Final = re.compile(
     r"\b(?:actually|switch(?:ed|ing)?|chang(?:ed|ing)\s+(?:\w+\s+){0,3}?to|mov(?:ed|ing)\s+(?:away\s+)?"
     r"(?:from|to)|migrat\w*|instead|rather\s+than|no\s+longer|any\s?more|from\s+now\s+on|renamed|"
-    r"replac\w*|quit|stopped|gave\s+up|dropped|used\s+to|my\s+bad|(?<!for\s)(?<!right\s)(?<!just\s)now)\b",
+    r"replac\w*|quit|stopped|gave\s+up|dropped|used\s+to|my\s+bad|(?:cut|rais|lower|reduc|increas|bump)\w*"
+    r"\s+(?:\w+\s+){0,4}?to|(?<!for\s)(?<!right\s)(?<!just\s)(?<!from\s)now(?!\s+on\b))\b",
     _I,
 )
-STALE_PATTERNS: Final = (  # (pattern, replacement); group ``prev`` is the old value
+# (pattern, replacement): the stale value is named next to the new one; group ``prev`` is it
+STALE_PATTERNS: Final = (
     (
         re.compile(
-            r"\s*,?\s+(?:instead\s+of|rather\s+than)\s+(?P<prev>[^,.;!?]+?)(?=\s+(?:for|as|on|in)\b|[,.;!?]|$)",
+            r"\s*,?\s+(?:instead\s+of|rather\s+than)\s+(?P<prev>[^,.;!?]+?)"
+            r"(?=\s+(?:for|as|on|in)\b|[,.;!?]|$)",
             _I,
         ),
         "",
     ),
-    (re.compile(r"\s+(?:away\s+|over\s+)?from\s+(?P<prev>[^,.;!?]+?)\s+(?=to\s)", _I), " "),
+    (re.compile(r"\s+(?:away\s+|over\s+)?from\s+(?P<prev>(?!\d)[^,.;!?]+?)\s+(?=to\s)", _I), " "),
     (
         re.compile(
-            r"(?:\bnow|,)\s*(?:and\s+)?not\s+(?:the\s+|a\s+|an\s+)?(?P<prev>[^,.;!?]{1,40}?)\s*(?:any\s?more)?\s*(?=[.!?]*$)",
+            r"(?:(?<=\bnow)|(?=\s*,))\s*,?\s*(?:and\s+)?not\s+(?:the\s+|a\s+|an\s+)?"
+            r"(?P<prev>[^,.;!?]{1,40}?)\s*(?:any\s?more)?\s*(?=[.!?]*$)",
             _I,
         ),
         "",
@@ -514,7 +396,9 @@ NOT_ANYMORE_LEAD: Final = re.compile(
 NOT_ANYMORE: Final = re.compile(r"\bnot\s+(?:a\s+|an\s+|the\s+)?(?P<prev>[^,.;]{1,40}?)\s+any\s?more\b", _I)
 X_NOT_Y: Final = re.compile(r"^(?P<new>[\w.+#' -]{1,30}?),?\s+not\s+(?P<prev>[\w.+#' -]{1,30}?)[.!]*$", _I)
 STOP_VERB: Final = re.compile(
-    r"\b(?:quit|stopped|gave\s+up|dropped|ditched)\s+(?:on\s+)?(?P<prev>[^,.;!?]+)", _I
+    r"\b(?:quit|stopped|gave\s+up|dropped|ditched|no\s+longer\s+(?:use|eat|drink|play|like|own|have|do|"
+    r"work\s+(?:at|for)|live\s+in))\s+(?:on\s+)?(?P<prev>[^,.;!?]+)",
+    _I,
 )
 TRAILING_MODIFIERS: Final = re.compile(
     r"(?:\s+(?:last|this|next)\s+\w+|\s+(?:yesterday|today|entirely|completely|altogether|now|"
@@ -529,23 +413,33 @@ EMPHASIS: Final = re.compile(
     r"(?P<level>critical|crucial|important|non-negotiable|mandatory|a\s+hard\s+rule)[.!]*$",
     _I,
 )
+SCOPE: Final = re.compile(
+    r"\b(?:for|as)\s+(?:the|my|our|your|a|an|all\s+my|all\s+our)\s+(?P<scope>[\w\s.+-]{2,30}?)"
+    r"(?=\s+(?:and|with|in|on|at|because|since|so|from|to|instead|now|too)\b|[,.;!?]|$)",
+    _I,
+)
+PHRASE_END: Final = re.compile(
+    r"\s+(?:with|for|on|in|at|over|than|to|from|when|because|since|during|every|each|instead|rather|or|"
+    r"but|as|by|while|if|unless|so|these|this|that|which|who|now)\b|[;:()!?.]|\s-\s",
+    _I,
+)
 
 # --- forgetting -------------------------------------------------------------------------------
 
 _FORGET_VERB = r"(?:forget|delete|erase|remove|wipe|clear|purge|discard|unlearn|scrap|get\s+rid\s+of)"
 _POLITE = r"^(?:(?:can|could|would|will)\s+you\s+)?(?:please\s+)?(?:go\s+ahead\s+and\s+|just\s+)?"
 FORGET_PATTERNS: Final = (
-    re.compile(rf"{_POLITE}(?P<verb>{_FORGET_VERB})\s+(?P<obj>.+)$", _I),
+    re.compile(rf"{_POLITE}(?P<verb>{_FORGET_VERB})\s+(?!to\b)(?P<obj>.+)$", _I),
     re.compile(r"\bstop\s+remembering\s+(?P<obj>.+)$", _I),
     re.compile(rf"{_POLITE}(?:don't|do\s+not)\s+(?:keep|remember|store|save|retain)\s+(?P<obj>.+)$", _I),
     re.compile(
-        r"\b(?:i'd|i\s+would)\s+(?:rather|prefer)\s+(?:that\s+)?you\s+(?:not\s+|didn't\s+)?"
-        r"(?:keep|remember|store|forget|delete|remove|drop)\s+(?P<obj>.+)$",
+        r"\b(?:i'd|i\s+would)\s+(?:rather|prefer)\s+(?:that\s+)?you\s+(?:(?:not|didn't|did\s+not)\s+"
+        r"(?:keep|remember|store)|forget|delete|remove|drop)\s+(?P<obj>.+)$",
         _I,
     ),
     re.compile(
-        r"^(?:no\s+need\s+to|you\s+(?:can|may|should)|you\s+don't\s+need\s+to)\s+"
-        r"(?:remember|keep|store|forget|delete|remove)\s+(?P<obj>.+)$",
+        r"^(?:(?:there's\s+)?no\s+need\s+to|you\s+don't\s+need\s+to)\s+(?:remember|keep|store)\s+(?P<obj>.+)$"
+        r"|^you\s+(?:can|may|should)\s+(?:forget|delete|remove)\s+(?P<obj2>.+)$",
         _I,
     ),
 )
@@ -559,12 +453,10 @@ FORGET_CLEANUP: Final = (
     re.compile(
         r"[\s,]*(?:from|in|out\s+of)\s+(?:your\s+)?(?:memory|memories|records?|notes?|the\s+store)\b.*$", _I
     ),
+    re.compile(r"[\s,]*(?:any\s?more|please|for\s+me|for\s+good|now)[.!?\s]*$", _I),
     re.compile(
-        r"[\s,]*(?:any\s?more|please|for\s+me|for\s+good|now|,?\s*remove\s+it|,?\s*delete\s+it)[.!?\s]*$", _I
-    ),
-    re.compile(
-        r"^(?:about\s+|(?:what|everything|anything)\s+(?:you\s+know|you\s+have|i\s+(?:told|said\s+to|gave)\s+you|"
-        r"you\s+remember)\s+(?:about|on|regarding)\s+|everything\s+about\s+|(?:the|that|this|any|all)\s+"
+        r"^(?:about\s+|(?:what|everything|anything)\s+(?:you\s+know|you\s+have|i\s+(?:told|said\s+to|gave)\s+"
+        r"you|you\s+remember)\s+(?:about|on|regarding)\s+|everything\s+about\s+|(?:the|that|this|any|all)\s+"
         r"(?:memory|memories|note|notes|fact|facts|info|information|record|records|details)\s+"
         r"(?:about|on|of|regarding)\s+|that\s+(?=(?:i|we|my|our)\b)|(?:that|this)\s+)",
         _I,
@@ -600,9 +492,9 @@ RULES: Final[tuple[Rule, ...]] = (
     ),
     # tasks (a deadline phrase turns them into deadlines later)
     _r(
-        r"^(?:i|we)\s+(?:really\s+|still\s+|also\s+)?(?:need|have|'ve\s+got|got|must|should|ought|plan|intend)"
-        r"\s+to\b|^(?:i'm|i\s+am|we're|we\s+are)\s+(?:going|planning)\s+to\b|^(?:todo|to-do)\b|"
-        r"^i\s+(?:will|'ll)\s+\w+",
+        r"^i\s+(?:really\s+|still\s+|also\s+)?(?:(?:need|have|'ve\s+got|got|ought|plan|intend)\s+to|must|"
+        r"should)\b|^we\s+(?:really\s+|still\s+|also\s+)?(?:need|have|'ve\s+got|got)\s+to\b|"
+        r"^(?:i'm|i\s+am|we're|we\s+are)\s+(?:going|planning)\s+to\b|^(?:todo|to-do)\b|^i\s+(?:will|'ll)\s+\w+",
         "task",
     ),
     # learning goals
@@ -612,19 +504,18 @@ RULES: Final[tuple[Rule, ...]] = (
         r"(?:learn|study|master|get\s+better\s+at|improve)\b|\b(?:my|our)\s+(?:learning\s+)?goal\s+is\s+to\b",
         "learning_goal",
     ),
-    # absolute rules: imperative never/always, "X must (not)", forbidden/mandatory
+    # absolute rules: imperative never/always, "X must (not)", forbidden/mandatory; never a slot
     _r(
         r"^(?:you\s+|we\s+)?(?:must\s+|should\s+)?(?:never|always)\b|^(?:don't|do\s+not)\s+ever\b|"
         r"^(?:don't|do\s+not)\b.*\bever\b|^under\s+no\s+circumstances\b|^(?!i\b)(?:[\w'-]+\s+){0,6}?"
         r"(?:must(?:\s+not|n't)?|shall\s+not)\s+\w+|\b(?:is|are)\s+(?:strictly\s+)?(?:forbidden|prohibited|"
         r"not\s+allowed|mandatory|banned)\b",
         "critical_rule",
-        "category",
     ),
     # constraints on the user (diets, allergies, budgets, personal limits)
     _r(
-        rf"^(?:i'm|i\s+am|i've\s+been|we're|we\s+are)\s+(?:\w+\s+)?(?P<diet>{_DIETS})\b|^(?:i|we)\s+(?:follow|eat|"
-        rf"keep|went|'m\s+on|am\s+on)\s+(?:a\s+|an\s+)?(?:strict(?:ly)?\s+)?(?P<diet2>{_DIETS})\b",
+        rf"^(?:i'm|i\s+am|i've\s+been|we're|we\s+are)\s+(?:\w+\s+)?(?P<diet>{_DIETS})\b|^(?:i|we)\s+(?:follow|"
+        rf"eat|keep|'m\s+on|am\s+on)\s+(?:a\s+|an\s+)?(?:strict(?:ly)?\s+)?(?P<diet2>{_DIETS})\b",
         "constraint",
         "diet",
     ),
@@ -637,23 +528,23 @@ RULES: Final[tuple[Rule, ...]] = (
     ),
     _r(r"\b(?P<subj>(?:my|our)\s+(?:[\w-]+\s+){0,3}?budget)\b", "constraint", "slot"),
     _r(
-        r"^(?:i|we)\s+(?:\w+ly\s+)?(?:never|don't\s+ever|won't|will\s+not|can't(?!\s+(?:stand|bear|wait))|cannot|"
-        r"mustn't|avoid|(?:don't|do\s+not)\s+(?:eat|drink|use|work|take|do))\b|\brefuse[sd]?\s+to\b|"
+        r"^(?:i|we)\s+(?:\w+ly\s+)?(?:never|don't\s+ever|won't|will\s+not|can't(?!\s+(?:stand|bear|wait))|"
+        r"cannot|mustn't|avoid|(?:don't|do\s+not)\s+(?:eat|drink|use|work|take|do))\b|\brefuse[sd]?\s+to\b|"
         r"^(?:i'm|i\s+am|we're|we\s+are)\s+not\s+allowed\s+to\b|^(?:don't|do\s+not)\s+(?!forget)\w+",
         "constraint",
-        "none",
     ),
     # identity
     _r(r"\bmy\s+name\s+is\b|^(?:i'm|i\s+am)\s+called\b|^call\s+me\b", "identity", "fixed:name"),
     _r(
-        r"^(?:i|we)\s+(?:now\s+|currently\s+)?(?:live|reside)\s+in\b|\b(?:i|we)\s+(?:now\s+)?live\s+in\b|"
+        r"\b(?:i|we)\s+(?:now\s+|currently\s+|still\s+)?(?:live|reside)\s+in\b|"
         r"^(?:i'm|i\s+am|we're|we\s+are)\s+(?:now\s+|currently\s+)?(?:based|located|living)\s+in\b|"
-        r"^(?:i|we)(?:'ve|\s+have)?\s+(?:just\s+)?(?:moved|relocated)\s+(?:house\s+)?(?:(?:away\s+)?from\s+.+?\s+)?to\b",
+        r"^(?:i|we)(?:'ve|\s+have)?\s+(?:just\s+)?(?:moved|relocated)\s+(?:house\s+)?to\b",
         "identity",
         "fixed:home city",
     ),
     _r(
-        r"^(?:my|our)\s+(?P<rel>[\w\s]{1,25}?)\s+(?:now\s+)?(?:lives|resides|is\s+based|moved|has\s+moved)\s+(?:in|to)\b",
+        r"^(?:my|our)\s+(?P<rel>[\w\s]{1,25}?)\s+(?:now\s+)?(?:lives|resides|is\s+based|moved|has\s+moved)\s+"
+        r"(?:in|to)\b",
         "fact",
         "relhome",
     ),
@@ -662,26 +553,25 @@ RULES: Final[tuple[Rule, ...]] = (
     _r(r"^i\s+(?:now\s+)?work\s+as\b", "identity", "fixed:occupation"),
     _r(r"^(?:i'm|i\s+am)\s+\d{1,3}(?:\s+years?\s+old)?[.!]*$", "identity", "fixed:age"),
     # preferences
+    _r(r"\b(?:my|our)\s+(?:favou?rite|preferred)\s+(?P<subj>[\w\s-]{1,30}?)\s+(?:is|are|was)\b", "preference", "slot"),
     _r(
-        r"\b(?:my|our)\s+(?:favou?rite|preferred)\s+(?P<subj>[\w\s-]{1,30}?)\s+(?:is|are|was)\b",
-        "preference",
-        "slot",
-    ),
-    _r(
-        rf"\b(?:i|we)\s+{_ADV}(?:prefer|favou?r)\s+(?P<obj>.+)|\b(?:i'd|we'd|i\s+would)\s+(?:much\s+)?rather\s+(?P<obj2>.+)",
+        rf"\b(?:i|we)\s+{_ADV}(?:prefer|favou?r)\s+(?P<obj>.+)|\b(?:i'd|we'd|i\s+would)\s+(?:much\s+)?"
+        r"rather\s+(?P<obj2>.+)",
         "preference",
         "head",
     ),
     _r(
         rf"\b(?:i|we)\s+{_ADV}(?:hate|dislike|detest|loathe|can't\s+stand|cannot\s+stand|can't\s+bear|"
         rf"(?:don't|do\s+not)\s+{_ADV}(?:like|enjoy|love|care\s+for))\s+(?P<obj>.+)|\b(?:i'm|i\s+am)\s+not\s+"
-        r"(?:a\s+(?:big\s+)?fan\s+of|into|keen\s+on)\s+(?P<obj2>.+)|^(?P<obj3>[\w\s-]{2,30}?)\s+(?:bores?|annoys?)\s+me\b",
+        r"(?:a\s+(?:big\s+)?fan\s+of|into|keen\s+on)\s+(?P<obj2>.+)|^(?P<obj3>[\w\s-]{2,30}?)\s+"
+        r"(?:bores?|annoys?)\s+me\b",
         "preference",
         "thing",
     ),
     _r(
         rf"\b(?:i|we)\s+{_ADV}(?:like|love|enjoy|adore)\s+(?P<obj>.+)|\b(?:i'm|i\s+am|we're|we\s+are)\s+"
-        r"(?:\w+\s+)?(?:into|a\s+(?:big\s+|huge\s+)?fan\s+of|fond\s+of|keen\s+on|passionate\s+about)\s+(?P<obj2>.+)",
+        r"(?:\w+\s+)?(?:into|a\s+(?:big\s+|huge\s+)?fan\s+of|fond\s+of|keen\s+on|passionate\s+about)\s+"
+        r"(?P<obj2>.+)",
         "preference",
         "thing",
     ),
@@ -696,39 +586,40 @@ RULES: Final[tuple[Rule, ...]] = (
         "role",
     ),
     _r(
-        r"^(?:i|i'm|i\s+am)\s+(?:\w+ly\s+|now\s+)?(?:use|using|code\s+in|write\s+in|program\s+in|run|"
-        r"switched|changed|swapped)\b",
-        "preference",
+        r"^(?:i|i'm|i\s+am)\s+(?:\w+ly\s+|now\s+|still\s+)?(?:use|using|code\s+in|write\s+in|program\s+in)\b",
+        "fact",
         "category",
     ),
     # decisions
     _r(
         r"\b(?:we|i|the\s+team)\s+(?:have\s+|'ve\s+)?decided\s+(?:to\s+|on\s+|that\s+)?(?P<obj>.+)|"
         r"^let(?:'s|\s+us)\s+(?:use|go\s+with|adopt|pick|choose|stick\s+with|switch\s+to|move\s+to|migrate|"
-        r"deploy|host|build\s+with)\b|\bwe(?:'re|'ll|\s+are|\s+will|\s+shall)?\s+(?:be\s+)?(?:going\s+(?:to\s+go\s+)?with|"
-        r"go(?:ing)?\s+with|switch(?:ing)?\s+to|mov(?:e|ing)\s+to|migrat(?:e|ing)|standardi[sz]ing\s+on|settl(?:e|ing)\s+on|"
-        r"stick(?:ing)?\s+with|us(?:e|ing)|deploy(?:ing)?|host(?:ing)?|chose|picked|selected|settled\s+on|adopted|"
-        r"went\s+with)\b|^(?:use|switch\s+to|move\s+to|migrate|go\s+with|stick\s+with|adopt|deploy|host|"
-        r"standardi[sz]e\s+on|build\s+(?:it\s+)?with|keep\s+using)\b",
+        r"deploy|host|build\s+with)\b|\bwe(?:'re|'ll|\s+are|\s+will|\s+shall)?\s+(?:be\s+)?(?:going\s+"
+        r"(?:to\s+go\s+)?with|go(?:ing)?\s+with|switch(?:ing)?\s+to|mov(?:e|ing)\s+to|migrat(?:e|ing)|"
+        r"standardi[sz]ing\s+on|settl(?:e|ing)\s+on|stick(?:ing)?\s+with|us(?:e|ing)|deploy(?:ing)?|"
+        r"host(?:ing)?|chose|picked|selected|settled\s+on|adopted|went\s+with)\b|^(?:use|switch\s+to|"
+        r"move\s+to|migrate|go\s+with|stick\s+with|adopt|deploy|host|standardi[sz]e\s+on|build\s+(?:it\s+)?with|"
+        r"keep\s+using)\b",
         "decision",
         "category",
     ),
     # projects
     _r(r"^(?:this|the|our|my)\s+(?:current\s+)?project\s+is\b", "project", "fixed:project"),
     _r(rf"^{_WE}\s+(?:currently\s+)?(?:building|developing|working\s+on|creating)\b", "project"),
-    # "my X is Y", "my X changed to Y", "renamed my X to Y"
+    # "my X is Y", "my X changed to Y", "I switched my X to Y", "renamed my X to Y"
     _r(
-        r"^(?:my|our)\s+(?P<subj>[\w\s'-]{1,40}?)\s+(?:is|are|was|has\s+been|'s|changed\s+to|switched\s+to)\s+\S",
+        r"(?:^|,\s*)(?:my|our)\s+(?P<subj>[\w\s'-]{1,40}?)\s+(?:is|are|was|has\s+been|'s|changed\s+to|"
+        r"switched\s+to)\s+\S",
         "fact",
         "slot",
     ),
     _r(
-        r"\b(?:renamed|changed|switched|set|updated|moved)\s+(?:my|our)\s+(?P<subj>[\w\s'-]{1,40}?)\s+"
-        r"(?:from\s+.+?\s+)?to\s+\S",
+        r"\b(?:renamed|changed|switched|swapped|set|updated|moved)\s+(?:over\s+)?(?:(?:my|our)\s+"
+        r"(?P<subj>[\w\s'-]{1,40}?)\s+)?(?:from\s+.+?\s+)?to\s+\S",
         "fact",
-        "slot",
+        "switch",
     ),
-    _r(r"^(?:i|we)\s+(?:now\s+|usually\s+)?commute\b", "fact", "fixed:commute"),
+    _r(r"^(?:i|we)\s+(?:now\s+|usually\s+|still\s+)?commute\b", "fact", "fixed:commute"),
     # first-person past events
     _r(
         r"^(?:i|we)\s+(?:just\s+|recently\s+|finally\s+|once\s+|also\s+)?(?:went|visited|met|saw|took|won|"

@@ -58,7 +58,7 @@ class MemoryController(Controller):
         user_id: FromQuery[str],
         project_id: FromQuery[str | None] = None,
         status: FromQuery[str | None] = None,
-        type: str | None = None,
+        type: FromQuery[str | None] = None,
         subject: FromQuery[str | None] = None,
         q: FromQuery[str | None] = None,
         limit: Limit = 50,

@@ -101,7 +101,8 @@ class Memory(Base):
     source_model: Mapped[str | None] = mapped_column(String(200))
     source_message_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     embed_model: Mapped[str | None] = mapped_column(String(200))
-    embedding: Mapped[list[float] | None] = mapped_column(Vector())
+    # Deferred: recall ranks in SQL and never needs the vectors in Python.
+    embedding: Mapped[list[float] | None] = mapped_column(Vector(), deferred=True)
     content_tsv: Mapped[str] = mapped_column(TSVECTOR, Computed(TSVECTOR_EXPRESSION, persisted=True))
     content_hash: Mapped[str] = mapped_column(String(64), nullable=False)
 

@@ -94,15 +94,23 @@ def pack(
             result.skipped.append(Skipped(item, SkipReason.BELOW_FLOOR))
     # Pinned and critical first, then by score; `sorted` is stable so ties keep score order.
     eligible.sort(key=lambda i: (not i.always, -i.score))
-    lines: list[str] = []
+    # Lines start with "- " and end without whitespace, so the newline between two lines is a
+    # pre-token boundary and counts add up; the exact count of the final string is still checked.
+    newline = count_tokens("\n")
+    used = 0
     for item in eligible:
-        candidate = "\n".join([*lines, item.line])
-        tokens = count_tokens(candidate)
-        if tokens <= budget:
-            lines.append(item.line)
-            result.included.append(Included(item, count_tokens(item.line)))
-            result.context = candidate
-            result.tokens_used = tokens
+        tokens = count_tokens(item.line)
+        cost = tokens + (newline if result.included else 0)
+        if used + cost <= budget:
+            result.included.append(Included(item, tokens))
+            used += cost
         else:
             result.skipped.append(Skipped(item, SkipReason.BUDGET))
+    result.context = "\n".join(i.item.line for i in result.included)
+    result.tokens_used = count_tokens(result.context)
+    while result.tokens_used > budget:  # only if a line broke the additivity assumption
+        dropped = result.included.pop()
+        result.skipped.append(Skipped(dropped.item, SkipReason.BUDGET))
+        result.context = "\n".join(i.item.line for i in result.included)
+        result.tokens_used = count_tokens(result.context)
     return result

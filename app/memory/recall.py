@@ -22,7 +22,8 @@ PREFER_TYPE_BONUS = 0.10
 def render_line(memory: Memory) -> str:
     """The exact line a memory contributes to the context."""
     label = memory.type if memory.subject is None else f"{memory.type}: {memory.subject}"
-    return f"- [{memory.valid_from.date().isoformat()} {label}] {memory.content}"
+    content = " ".join(memory.content.split())  # one line, no trailing whitespace
+    return f"- [{memory.valid_from.date().isoformat()} {label}] {content}"
 
 
 def _check(request: RecallInput) -> None:

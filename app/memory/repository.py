@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, func, or_, select, text, update
+from sqlalchemy import Float, Select, and_, func, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import DreamProposal, Memory, MemoryEvent
@@ -94,7 +94,7 @@ class MemoryRepository:
 
         A memory in a different named slot is a different attribute, never a semantic match.
         """
-        distance = Memory.embedding.op("<=>")(text("CAST(:qvec AS vector)"))
+        distance = Memory.embedding.op("<=>", return_type=Float)(text("CAST(:qvec AS vector)"))
         conditions = [*self._live_in_scope(scope), Memory.type == mtype, Memory.embed_model == embed_model]
         if subject is not None:
             conditions.append(or_(Memory.subject.is_(None), Memory.subject == subject))

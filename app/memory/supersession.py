@@ -56,11 +56,16 @@ def decide_semantic(
     *,
     supersede_at: float,
     review_at: float,
+    numbers_differ: bool = False,
 ) -> Decision:
-    """Semantic rule: the nearest current memory of the same type in the same scope, by cosine."""
+    """Semantic rule: the nearest current memory of the same type in the same scope, by cosine.
+
+    Embeddings barely see a changed number ("34 years old" vs "35"), so when the numbers in the two
+    texts differ a high cosine is not proof of the same fact: a human reviews it instead.
+    """
     if nearest is None or cosine is None or cosine < review_at:
         return Decision(Action.CREATE)
-    if cosine >= supersede_at and not nearest.protected:
+    if cosine >= supersede_at and not nearest.protected and not numbers_differ:
         if observed_at < nearest.valid_from:
             return Decision(Action.ARRIVED_STALE, nearest.id, SupersedeRule.OBSERVED_LATER, cosine)
         return Decision(Action.SUPERSEDE, nearest.id, SupersedeRule.SEMANTIC, cosine)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from app.db.models import Memory
+from app.embeddings.base import numeric_tokens_differ
 from app.lib.errors import ValidationFailed
 from app.lib.redaction import redact
 from app.memory.context import MemoryDeps
@@ -124,6 +125,7 @@ class MemoryWriter:
             nearest[1] if nearest else None,
             supersede_at=thresholds.supersede,
             review_at=thresholds.review,
+            numbers_differ=bool(nearest) and numeric_tokens_differ(nearest[0].content, p.content),
         )
 
     async def _write(self, p: _Prepared, vector: list[float], now: datetime, actor: str) -> RememberResult:

@@ -1,0 +1,21 @@
+from tests.conftest import Api
+
+async def test_probe(api: Api, other_api: Api) -> None:
+    r = await api.post("/v1/memories", {"user_id": "u", "content": "ancient", "observed_at": "0001-01-01T00:00:00Z"})
+    print("PROBE", r.status_code, r.json()["memory"]["valid_from"])
+    r = await api.get(f"/v1/memories/{r.json()['memory']['id']}")
+    print("PROBE get", r.status_code, r.text[:300])
+    r = await api.post("/v1/recall", {"user_id": "u", "query": "ancient"})
+    print("PROBE recall", r.status_code, r.text[:200])
+    r = await api.post("/v1/forget", {"user_id": "u", "filter": {"older_than_days": 1}})
+    print("PROBE forget", r.status_code, r.text[:200])
+    r = await other_api.post("/v1/memories", {"user_id": "u", "content": "naive", "expires_at": "2999-01-01T00:00:00", "observed_at": "2020-01-01T00:00:00"})
+    print("PROBE naive", r.status_code, r.text[:600])
+    r = await other_api.post("/v1/recall", {"user_id": "u", "query": "naive"})
+    print("PROBE naive recall", r.status_code, r.text[:200])
+    r = await other_api.post("/v1/recall", {"user_id": "u", "query": "x\u0000"})
+    print("PROBE nul recall", r.status_code, r.text[:200])
+    r = await other_api.post("/v1/memories", {"user_id": "u", "content": "x", "project_id": "p" * 201})
+    print("PROBE long project", r.status_code, r.text[:200])
+    r = await other_api.post("/v1/memories", {"user_id": "u", "content": "y", "observed_at": "2999-01-01T00:00:00Z"})
+    print("PROBE future observed", r.status_code, r.text[:100])

