@@ -27,7 +27,8 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             print(f"Development tenant 'dev' created. API key (shown once, also in {key_file}):\n  {key}")
         else:
             print(f"Embedded database in {settings.data_dir}; the dev tenant's key is in {key_file}")
-    app = create_app(settings)
+    hooks = [prepared.embedded.stop] if prepared.embedded is not None else []
+    app = create_app(settings, on_shutdown=hooks)
     print(f"Engram listening on http://{args.host}:{args.port} (OpenAPI at /schema)", flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
     return 0

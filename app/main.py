@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import asynccontextmanager
 
 from advanced_alchemy.extensions.litestar import AsyncSessionConfig, SQLAlchemyAsyncConfig, SQLAlchemyPlugin
@@ -40,9 +40,17 @@ def service_database_url(settings: Settings) -> str:
 
 
 def create_app(
-    settings: Settings, *, clock: Clock | None = None, embedder: Embedder | None = None
+    settings: Settings,
+    *,
+    clock: Clock | None = None,
+    embedder: Embedder | None = None,
+    on_shutdown: Sequence[Callable[[], None]] = (),
 ) -> Litestar:
-    """Build the Litestar app. Clients are created here or in the lifespan, once per process."""
+    """Build the Litestar app. Clients are created here or in the lifespan, once per process.
+
+    `on_shutdown` runs after the engine is disposed (the CLI stops the embedded database there:
+    uvicorn re-raises SIGTERM after a graceful shutdown, so atexit handlers would never run).
+    """
     configure_logging(settings.log_level, settings.log_json)
     engine = create_engine(
         service_database_url(settings), pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow
@@ -63,6 +71,8 @@ def create_app(
                 await services.embedder.aclose()
                 services.embedder = None
             await engine.dispose()
+            for hook in on_shutdown:
+                hook()
 
     db_config = SQLAlchemyAsyncConfig(
         engine_instance=engine,

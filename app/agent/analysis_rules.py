@@ -133,22 +133,86 @@ SUBJECT_TYPES: Final[dict[str, str]] = {
 }
 # words stripped from the end of a subject phrase ("theme preference" -> "theme")
 GENERIC_TAILS: Final = frozenset(
-    (
-        "preference preferences info information details data memory memories fact facts note notes "
-        "record records setting settings habit hobby opinion opinions choice stuff thing things"
-    ).split()
+    [
+        "preference",
+        "preferences",
+        "info",
+        "information",
+        "details",
+        "data",
+        "memory",
+        "memories",
+        "fact",
+        "facts",
+        "note",
+        "notes",
+        "record",
+        "records",
+        "setting",
+        "settings",
+        "habit",
+        "hobby",
+        "opinion",
+        "opinions",
+        "choice",
+        "stuff",
+        "thing",
+        "things",
+    ]
 )
 LEADING_NOISE: Final = frozenset(
-    (
-        "my our the a an your his her their this that these those user's users' favourite favorite "
-        "preferred current new old really absolutely very"
-    ).split()
+    [
+        "my",
+        "our",
+        "the",
+        "a",
+        "an",
+        "your",
+        "his",
+        "her",
+        "their",
+        "this",
+        "that",
+        "these",
+        "those",
+        "user's",
+        "users'",
+        "favourite",
+        "favorite",
+        "preferred",
+        "current",
+        "new",
+        "old",
+        "really",
+        "absolutely",
+        "very",
+    ]
 )
 INVARIANT_PLURALS: Final = frozenset(
-    (
-        "aws news series species physics mathematics analytics gas kubernetes postgres windows macos "
-        "ios glasses jeans pants shorts scissors chess lens always sometimes"
-    ).split()
+    [
+        "aws",
+        "news",
+        "series",
+        "species",
+        "physics",
+        "mathematics",
+        "analytics",
+        "gas",
+        "kubernetes",
+        "postgres",
+        "windows",
+        "macos",
+        "ios",
+        "glasses",
+        "jeans",
+        "pants",
+        "shorts",
+        "scissors",
+        "chess",
+        "lens",
+        "always",
+        "sometimes",
+    ]
 )
 
 # the category of a recognisable value ("vim" -> editor); the first mention in a clause wins
@@ -230,7 +294,8 @@ DEADLINE_HINT: Final = re.compile(
 )
 DEADLINE_SUBJECT: Final = (
     re.compile(
-        r"\bdeadline\s+(?:for|of)\s+(?:the\s+|my\s+|our\s+)?(?P<what>[\w\s-]{1,40}?)\s+(?:is|:|falls|will)", _I
+        r"\bdeadline\s+(?:for|of)\s+(?:the\s+|my\s+|our\s+)?(?P<what>[\w\s-]{1,40}?)\s+(?:is|:|falls|will)",
+        _I,
     ),
     re.compile(r"^(?:the\s+|my\s+|our\s+)?(?P<what>[\w-]+(?:\s+[\w-]+){0,3}?)\s+(?:is|are)\s+due\b", _I),
     re.compile(r"\b(?:the\s+|my\s+|our\s+)(?P<what>[\w-]+(?:\s+[\w-]+){0,2}?)\s+deadline\b", _I),
@@ -311,11 +376,46 @@ REMEMBER_REQUEST: Final = re.compile(
 )
 # sentence openers that never start a statement worth storing
 NON_FACT_STARTS: Final = frozenset(
-    (
-        "let try go stop start run open send call read look see wait imagine consider find make "
-        "create fix debug answer say do does did can could would will should please thank thanks hi "
-        "hello hey ok okay"
-    ).split()
+    [
+        "let",
+        "try",
+        "go",
+        "stop",
+        "start",
+        "run",
+        "open",
+        "send",
+        "call",
+        "read",
+        "look",
+        "see",
+        "wait",
+        "imagine",
+        "consider",
+        "find",
+        "make",
+        "create",
+        "fix",
+        "debug",
+        "answer",
+        "say",
+        "do",
+        "does",
+        "did",
+        "can",
+        "could",
+        "would",
+        "will",
+        "should",
+        "please",
+        "thank",
+        "thanks",
+        "hi",
+        "hello",
+        "hey",
+        "ok",
+        "okay",
+    ]
 )
 
 # --- explicit cues, labels and corrections ----------------------------------------------------
@@ -345,7 +445,9 @@ LABELS: Final[dict[str, str | None]] = {
     "project": "project",
     **dict.fromkeys(("important", "note", "fyi"), None),
 }
-KEEP_LABEL_TEXT: Final = frozenset({"deadline", "reminder", "todo", "to-do", "task", "mistake", "lesson", "goal"})
+KEEP_LABEL_TEXT: Final = frozenset(
+    {"deadline", "reminder", "todo", "to-do", "task", "mistake", "lesson", "goal"}
+)
 _CORRECTION_LABELS = r"update(?:\s+again)?|correction|big\s+change|change\s+of\s+plans?"
 CORRECTION_LABEL: Final = re.compile(rf"^(?:{_CORRECTION_LABELS})$", _I)
 LABEL_PREFIX: Final = re.compile(
@@ -414,12 +516,14 @@ EMPHASIS: Final = re.compile(
     _I,
 )
 SCOPE: Final = re.compile(
-    r"\b(?:for|as)\s+(?:the|my|our|your|a|an|all\s+my|all\s+our)\s+(?P<scope>[\w\s.+-]{2,30}?)"
+    r"\b(?:for|as)\s+(?:(?:the|my|our|your|a|an|all\s+my|all\s+our)\s+)?(?!(?:now|good|ever|example|instance|"
+    r"sure|free|fun|real|once|me|you|us|them|it|this|that|all|a\s+while)\b)(?P<scope>[\w\s.+-]{2,30}?)"
     r"(?=\s+(?:and|with|in|on|at|because|since|so|from|to|instead|now|too)\b|[,.;!?]|$)",
     _I,
 )
 PHRASE_END: Final = re.compile(
-    r"\s+(?:with|for|on|in|at|over|than|to|from|when|because|since|during|every|each|instead|rather|or|"
+    r"\s+(?:with|without|about|except|including|like|for|on|in|at|over|than|to|from|when|because|since|"
+    r"during|every|each|instead|rather|or|"
     r"but|as|by|while|if|unless|so|these|this|that|which|who|now)\b|[;:()!?.]|\s-\s",
     _I,
 )
@@ -548,12 +652,16 @@ RULES: Final[tuple[Rule, ...]] = (
         "fact",
         "relhome",
     ),
-    _r(r"^(?:i'm|i\s+am)\s+from\b|^i\s+was\s+born\s+in\b", "identity", "fixed:hometown"),
+    _r(r"^(?:i'm|i\s+am)\s+(?:originally\s+)?from\b|^i\s+was\s+born\s+in\b", "identity", "fixed:hometown"),
     _r(r"^(?:i|we)\s+(?:now\s+|currently\s+)?work\s+(?:at|for)\b", "identity", "fixed:employer"),
     _r(r"^i\s+(?:now\s+)?work\s+as\b", "identity", "fixed:occupation"),
     _r(r"^(?:i'm|i\s+am)\s+\d{1,3}(?:\s+years?\s+old)?[.!]*$", "identity", "fixed:age"),
     # preferences
-    _r(r"\b(?:my|our)\s+(?:favou?rite|preferred)\s+(?P<subj>[\w\s-]{1,30}?)\s+(?:is|are|was)\b", "preference", "slot"),
+    _r(
+        r"\b(?:my|our)\s+(?:favou?rite|preferred)\s+(?P<subj>[\w\s-]{1,30}?)\s+(?:is|are|was)\b",
+        "preference",
+        "slot",
+    ),
     _r(
         rf"\b(?:i|we)\s+{_ADV}(?:prefer|favou?r)\s+(?P<obj>.+)|\b(?:i'd|we'd|i\s+would)\s+(?:much\s+)?"
         r"rather\s+(?P<obj2>.+)",

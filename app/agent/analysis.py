@@ -1,0 +1,516 @@
+"""Rule-based analysis of a user message: what to remember, what to forget, what to recall.
+
+This is the deterministic heart of the offline model and the offline extractor. It needs no model,
+no network and no database: text in, structured intents out. The pattern tables live in
+:mod:`app.agent.analysis_rules`; this module walks a message sentence by sentence and clause by
+clause:
+
+1. chit-chat ("thanks!") yields nothing;
+2. a forget request ("forget my theme preference") yields a :class:`ForgetIntent`;
+3. a question or a request for advice ("what should I cook?", "suggest a dish") becomes the
+   recall ``question`` and never a fact;
+4. anything else is stripped of its explicit cue ("remember that"), label ("Temporary:") and
+   correction marker ("actually,"), then the first matching rule decides type and subject.
+
+A fact's ``content`` is the user's own sentence lightly normalised: cues removed, the stale value
+of a correction dropped ("I live in Porto now, not Valencia" -> "I live in Porto now."; the old
+value goes to ``previous_value``), and the slot named in brackets when the sentence does not
+mention it ("I prefer dark mode (theme)."). ``expires_hint`` is a bare time expression for the
+service to resolve: "today", "for now", "this week", "Friday", "next Monday", "2026-12-05".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from app.agent import analysis_rules as R
+
+MEMORY_TYPES: tuple[str, ...] = tuple(R.IMPORTANCE)
+_USER_ROLES = frozenset({"user", "human"})
+_SOFT_TYPES = frozenset({"fact", "preference", "decision", "identity"})
+_TEMPORARY_CAPABLE = frozenset({"fact", "preference", "constraint", "identity", "decision", "temporary"})
+_DEADLINE_CAPABLE = frozenset({"task", "fact", "decision", "project", "deadline"})
+
+
+@dataclass(frozen=True, slots=True)
+class FactIntent:
+    content: str
+    type: str
+    subject: str | None
+    importance: float
+    confidence: float
+    is_correction: bool = False
+    previous_value: str | None = None
+    expires_hint: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetIntent:
+    description: str
+    subject: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    facts: tuple[FactIntent, ...]
+    forgets: tuple[ForgetIntent, ...]
+    question: str | None
+    is_greeting_or_chitchat: bool
+
+
+@dataclass(slots=True)
+class _State:
+    """What earlier parts of the message say about the current clause."""
+
+    explicit: bool = False
+    correction: bool = False
+    carry_correction: bool = False  # a marker-only sentence ("I changed my mind.") flags the next
+    label: str | None = None
+    last_subject: str | None = None
+
+
+@dataclass(slots=True)
+class _Out:
+    facts: list[FactIntent] = field(default_factory=list)
+    forgets: list[ForgetIntent] = field(default_factory=list)
+    questions: list[str] = field(default_factory=list)
+    substantive: bool = False
+
+
+@dataclass(slots=True)
+class _Draft:
+    text: str
+    type: str
+    subject: str | None
+    correction: bool
+    previous: str | None
+    explicit: bool
+
+
+# --- public API -------------------------------------------------------------------------------
+
+
+def analyse(message: str) -> Analysis:
+    """Facts to store, things to forget and the recall question in one user message."""
+    return _analyse(message, None)[0]
+
+
+def extract_facts(messages: Sequence[tuple[str, str]]) -> list[FactIntent]:
+    """Facts stated by the user across (role, content) turns, in order; later restatements win."""
+    facts: list[FactIntent] = []
+    last_subject: str | None = None
+    for role, content in messages:
+        if role.strip().lower() not in _USER_ROLES:
+            continue  # assistant turns may confirm, never create
+        analysis, last_subject = _analyse(content, last_subject)
+        facts.extend(analysis.facts)
+    latest: dict[str, int] = {f.content.casefold(): i for i, f in enumerate(facts)}
+    return [f for i, f in enumerate(facts) if latest[f.content.casefold()] == i]
+
+
+def normalise_subject(raw: str) -> str:
+    """The slot name of a subject phrase: "the UI theme preference" -> "theme"."""
+    text = re.sub(r"[\u2018\u2019`]", "'", raw.lower())
+    words = re.sub(r"[^\w\s'.+#-]", " ", text).replace("-", " ").replace("_", " ").split()
+    while words and words[0] in R.LEADING_NOISE:
+        words.pop(0)
+    words = [re.sub(r"'s?$", "", w).strip(".") for w in words]
+    words = [w for w in words if w]
+    while len(words) > 1 and words[-1] in R.GENERIC_TAILS:
+        words.pop()
+    phrase = " ".join(words)
+    if phrase in R.SUBJECT_SYNONYMS or not words:
+        return R.SUBJECT_SYNONYMS.get(phrase, phrase)
+    words[-1] = _singular(words[-1])
+    phrase = " ".join(words)
+    return R.SUBJECT_SYNONYMS.get(phrase, phrase)
+
+
+# --- message structure ------------------------------------------------------------------------
+
+
+def _analyse(message: str, prior_subject: str | None) -> tuple[Analysis, str | None]:
+    out = _Out()
+    state = _State(last_subject=prior_subject)
+    for sentence in _sentences(_clean(message)):
+        state.explicit, state.label = False, None
+        state.correction, state.carry_correction = state.carry_correction, False
+        for clause in _clauses(sentence):
+            _process_clause(clause, state, out)
+    question = " ".join(out.questions) or None
+    chit = not (out.facts or out.forgets or question or out.substantive)
+    return Analysis(tuple(out.facts), tuple(out.forgets), question, chit), state.last_subject
+
+
+def _clean(message: str) -> str:
+    text = re.sub(r"[\u2018\u2019`]", "'", message).replace("\u201c", '"').replace("\u201d", '"')
+    text = re.sub(r"\s*[\u2013\u2014]\s*", " - ", text)
+    return re.sub(r"[ \t]+", " ", text).strip()
+
+
+def _sentences(text: str) -> list[str]:
+    merged: list[str] = []
+    for piece in R.SENTENCE_SPLIT.split(text):
+        if merged and merged[-1].lower().endswith(R.ABBREVIATIONS):
+            merged[-1] = f"{merged[-1]} {piece}"
+        elif piece and piece.strip():
+            merged.append(piece.strip())
+    return merged
+
+
+def _clauses(sentence: str) -> list[str]:
+    parts = [sentence]
+    for pattern, min_words in R.CLAUSE_SPLITS:
+        split: list[str] = []
+        for part in parts:
+            start = 0
+            for m in pattern.finditer(part):
+                if len(part[start : m.start()].split()) >= min_words:
+                    split.append(part[start : m.start()])
+                    start = m.end()
+            split.append(part[start:])
+        parts = split
+    return [p.strip(" ,") for p in parts if p.strip(" ,")]
+
+
+def _process_clause(raw: str, state: _State, out: _Out) -> None:
+    clause = R.INTERJECTIONS.sub("", raw).strip(" ,")
+    if not clause or R.CHITCHAT.match(clause.rstrip(" .!?")):
+        return
+    out.substantive = True
+    handled, forget = _forget(clause)
+    if handled:
+        if forget is not None:
+            out.forgets.append(forget)
+        return
+    if _is_question(clause):
+        out.questions.append(clause)
+        return
+    emphasis = R.EMPHASIS.match(clause)
+    if emphasis and out.facts:
+        out.facts[-1] = _emphasise(out.facts[-1], emphasis["level"].lower())
+        return
+    body = _strip_prefixes(clause, state)
+    if not body:
+        state.carry_correction = state.carry_correction or state.correction
+        return
+    for fact in _facts(body, state):
+        out.facts.append(fact)
+        state.last_subject = fact.subject or state.last_subject
+
+
+def _is_question(clause: str) -> bool:
+    if R.REMEMBER_REQUEST.match(clause):
+        return False
+    return clause.endswith("?") or bool(R.QUESTION_START.match(clause) or R.REQUEST_START.match(clause))
+
+
+def _strip_prefixes(clause: str, state: _State) -> str:
+    """Remove "remember that", "Temporary:", "actually," (in any order) and record what they meant."""
+    body = clause
+    for _ in range(6):
+        if (m := R.REMEMBER_PREFIX.match(body)) and m.end():
+            state.explicit = True
+        elif m := R.LABEL_PREFIX.match(body):
+            label = re.sub(r"\s+", " ", m["label"].lower())
+            if R.CORRECTION_LABEL.match(label):
+                state.correction = True
+            else:
+                state.label, state.explicit = R.LABELS[label] or state.label, True
+                if label in R.KEEP_LABEL_TEXT:
+                    break
+        elif m := R.CORRECTION_MARKER.match(body):
+            state.correction = True
+        else:
+            break
+        body = body[m.end() :]
+    return body.strip(" ,.;:-")
+
+
+def _emphasise(fact: FactIntent, level: str) -> FactIntent:
+    if level == "important":
+        return replace(fact, importance=min(1.0, fact.importance + 0.1))
+    critical = (
+        "critical_rule" if fact.type in {"constraint", "fact", "decision", "critical_rule"} else fact.type
+    )
+    subject = None if critical == "critical_rule" else fact.subject
+    return replace(fact, type=critical, subject=subject, importance=max(fact.importance, 0.95))
+
+
+# --- forgetting -------------------------------------------------------------------------------
+
+
+def _forget(clause: str) -> tuple[bool, ForgetIntent | None]:
+    """(is this a forget request, the intent). A bare "remove it" is handled but names nothing."""
+    text = clause.rstrip(" .!?")
+    for index, pattern in enumerate(R.FORGET_PATTERNS):
+        m = pattern.search(text)
+        if m is None:
+            continue
+        obj = _group(m, "obj", "obj2") or ""
+        if index == 0 and m["verb"].lower() != "forget" and not R.MEMORY_OBJECT.search(obj):
+            return False, None
+        description = obj.strip()
+        for cleanup in R.FORGET_CLEANUP:
+            description = cleanup.sub("", description).strip(" ,.")
+        if description.lower() in R.PRONOUN_ONLY:
+            return True, None
+        return True, ForgetIntent(description, _forget_subject(description))
+    return False, None
+
+
+def _forget_subject(description: str) -> str | None:
+    if re.match(r"(?:i|we|i'm|we're|my\s+\w+\s+(?:is|are))\b", description, re.IGNORECASE):
+        facts = _facts(description, _State())
+        return facts[0].subject if facts else None
+    return normalise_subject(description) or None
+
+
+# --- facts ------------------------------------------------------------------------------------
+
+
+def _facts(body: str, state: _State) -> list[FactIntent]:
+    if m := R.REMIND_TO.match(body):
+        body = f"I need to {m['rest']}"
+    elif m := R.REMEMBER_TO.match(body):
+        rest = body[m.end() :]
+        body = rest if re.match(r"(?:never|always)\b", rest, re.IGNORECASE) else f"I need to {rest}"
+    text, previous, corrected = _correction(body)
+    draft = _draft(text, previous, corrected or state.correction, state)
+    if draft is None:
+        return []
+    drafts = _split_list(draft) if draft.type == "preference" else [draft]
+    return [_finalise(d, state) for d in drafts]
+
+
+def _correction(body: str) -> tuple[str, str | None, bool]:
+    """(text without the stale value, the stale value, whether this corrects an earlier value)."""
+    corrected = bool(R.CORRECTION_CUE.search(body))
+    if m := R.NOT_ANYMORE_LEAD.match(body):
+        return m["rest"], _clean_value(m["prev"]), True
+    text, previous = body, None
+    for pattern, replacement in R.STALE_PATTERNS:
+        m = pattern.search(text)
+        if m and text[: m.start()].strip():
+            previous = previous or _clean_value(m["prev"])
+            text = f"{text[: m.start()]}{replacement}{text[m.end() :]}".strip()
+            corrected = True
+    if previous is None:
+        for pattern in (R.NOT_ANYMORE, R.STOP_VERB):
+            if m := pattern.search(text):
+                previous, corrected = _clean_value(m["prev"]), True
+                break
+    return text, previous, corrected
+
+
+def _draft(text: str, previous: str | None, corrected: bool, state: _State) -> _Draft | None:
+    for rule in R.RULES:
+        if m := rule.pattern.search(text):
+            subject = _subject(rule, m, text)
+            type_ = rule.type
+            if type_ == "episodic" and corrected:
+                type_ = "fact"
+            explicit = rule.subject in {"slot", "fixed:name"}
+            return _Draft(text, type_, subject, corrected, previous, explicit)
+    if corrected and (resolved := _resolve_short_correction(text, previous, state)):
+        return resolved
+    if not _declarative(text):
+        return None
+    return _Draft(text, "fact", None, corrected, previous, False)
+
+
+def _resolve_short_correction(text: str, previous: str | None, state: _State) -> _Draft | None:
+    """ "it's X" / "X, not Y" after a correction marker: name the slot when it is known."""
+    value, prev = None, previous
+    if m := R.IT_IS.match(text):
+        value = _clean_value(m["value"])
+    elif (m := R.X_NOT_Y.match(text)) and state.correction:
+        value, prev = _clean_value(m["new"]), _clean_value(m["prev"])
+    if not value:
+        return None
+    subject = _category(value) or state.last_subject
+    content = f"The {subject} is {value}" if subject else text
+    return _Draft(content, "fact", subject, True, prev, False)
+
+
+def _declarative(text: str) -> bool:
+    words = text.split()
+    if len(words) < 2:
+        return False
+    return words[0].lower().strip(",.!") not in R.NON_FACT_STARTS and not R.REQUEST_START.match(text)
+
+
+def _finalise(draft: _Draft, state: _State) -> FactIntent:
+    type_, subject = draft.type, draft.subject
+    if state.label and not (state.label == "constraint" and type_ == "critical_rule"):
+        type_ = state.label
+    if subject is not None and type_ in _SOFT_TYPES:
+        type_ = R.SUBJECT_TYPES.get(subject, type_)
+    type_, subject, hint = _timing(draft.text, type_, subject)
+    importance = R.IMPORTANCE[type_]
+    if R.INTENSIFIERS.search(draft.text):
+        importance = min(1.0, importance + R.INTENSITY_BUMP)
+    explicit = state.explicit or draft.explicit
+    return FactIntent(
+        content=_content(draft.text, subject, type_),
+        type=type_,
+        subject=subject,
+        importance=round(importance, 2),
+        confidence=R.EXPLICIT_CONFIDENCE if explicit else R.INFERRED_CONFIDENCE,
+        is_correction=draft.correction,
+        previous_value=draft.previous,
+        expires_hint=hint,
+    )
+
+
+def _timing(text: str, type_: str, subject: str | None) -> tuple[str, str | None, str | None]:
+    """Deadlines and temporary facts: (type, subject, expires_hint)."""
+    if type_ in _DEADLINE_CAPABLE and (m := R.DEADLINE_HINT.search(text) or _deadline_date(text, type_)):
+        return "deadline", _deadline_subject(text) or (subject if type_ == "deadline" else None), m["when"]
+    m = R.TEMPORARY_HINT.search(text)
+    if type_ == "task":
+        return type_, subject, (m["until"] or m["when"]) if m else None
+    if type_ in _TEMPORARY_CAPABLE and (m or type_ == "temporary"):
+        return "temporary", None, (m["until"] or m["when"]) if m else None
+    return type_, subject, None
+
+
+def _deadline_date(text: str, type_: str) -> re.Match[str] | None:
+    if type_ == "deadline" or re.search(r"\b(?:deadline|due)\b", text, re.IGNORECASE):
+        return R.DATE_ANY.search(text)
+    return None
+
+
+def _deadline_subject(text: str) -> str | None:
+    for pattern in R.DEADLINE_SUBJECT:
+        if m := pattern.search(text):
+            what = normalise_subject(m["what"])
+            return f"{what.removesuffix(' deadline')} deadline" if what else None
+    return None
+
+
+def _content(text: str, subject: str | None, type_: str) -> str:
+    body = re.sub(r"\s+", " ", text).strip(" ,;:-")
+    body = body[:1].upper() + body[1:]
+    body = body.rstrip("!") or body
+    if not body.endswith((".", "?")):
+        body += "."
+    if subject and type_ != "temporary" and not _mentions(body, subject):
+        body = f"{body[:-1]} ({subject})."
+    return body
+
+
+def _mentions(body: str, subject: str) -> bool:
+    lowered = body.lower()
+    return any(len(word) > 2 and word in lowered for word in subject.split())
+
+
+# --- subjects ---------------------------------------------------------------------------------
+
+
+def _subject(rule: R.Rule, m: re.Match[str], text: str) -> str | None:
+    kind = rule.subject
+    if kind.startswith("fixed:"):
+        return kind.removeprefix("fixed:")
+    if kind in {"slot", "switch"} and (slot := _group(m, "subj")):
+        return normalise_subject(slot) or None
+    if kind == "diet":
+        return R.DIET_SUBJECTS.get((_group(m, "diet", "diet2") or "").lower())
+    if kind == "allergy":
+        return _allergy_subject(m)
+    if kind == "relhome":
+        return f"{normalise_subject(m['rel'])} home city"
+    obj = _group(m, "obj", "obj2", "obj3")
+    if kind == "role":
+        head = _head(obj)
+        return "occupation" if head and R.ROLE_HEAD.search(head) else None
+    if kind in {"category", "switch"}:
+        return _category(text) or _scope(text)
+    if kind in {"head", "thing"}:
+        found = _category(obj or text)
+        return found or (_head(obj) if kind == "head" else _phrase(obj))
+    return None
+
+
+def _allergy_subject(m: re.Match[str]) -> str | None:
+    allergen = _phrase(_group(m, "obj", "obj2"))
+    relation = normalise_subject(m["rel"]) if m["rel"] else ""
+    return f"{relation} {allergen} allergy".strip() if allergen else None
+
+
+def _category(text: str | None) -> str | None:
+    if not text:
+        return None
+    found = [(m.start(), subject) for pattern, subject in R.CATEGORY_PATTERNS if (m := pattern.search(text))]
+    return min(found)[1] if found else None
+
+
+def _scope(text: str) -> str | None:
+    m = R.SCOPE.search(text)
+    return normalise_subject(m["scope"]) or None if m else None
+
+
+def _core(obj: str | None) -> list[str]:
+    """The noun phrase at the start of an object, as words: "short, practical answers with ..."."""
+    if not obj:
+        return []
+    phrase = R.PHRASE_END.split(obj, maxsplit=1)[0]
+    phrase = R.TRAILING_MODIFIERS.sub("", phrase)
+    return [w for w in re.sub(r"[^\w\s'+#.-]", " ", phrase).split() if w.lower() not in R.LEADING_NOISE]
+
+
+def _head(obj: str | None) -> str | None:
+    words = _core(obj)
+    return normalise_subject(words[-1]) or None if words else None
+
+
+def _phrase(obj: str | None) -> str | None:
+    words = _core(obj)
+    return normalise_subject(" ".join(words[-4:])) or None if words else None
+
+
+def _split_list(draft: _Draft) -> list[_Draft]:
+    """ "I prefer A backend, B frontend and C deployment" -> one preference per distinct slot."""
+    m = re.search(r"\b(?:prefer|like|love|favou?r)\s+(?P<items>.+)$", draft.text, re.IGNORECASE)
+    if m is None:
+        return [draft]
+    items = [i for i in re.split(r"\s*,\s*(?:and\s+)?|\s+and\s+", m["items"].rstrip(" .!")) if i]
+    subjects = [_category(i) or _head(i) for i in items]
+    known = {s for s in subjects if s in R.SUBJECT_TYPES}
+    if len(items) < 2 or len(known) < 2 or len(known) < sum(s in R.SUBJECT_TYPES for s in subjects):
+        return [draft]
+    prefix = draft.text[: m.start("items")]
+    return [
+        replace(draft, text=f"{prefix}{item}", subject=s) for item, s in zip(items, subjects, strict=True)
+    ]
+
+
+# --- small helpers ----------------------------------------------------------------------------
+
+
+def _group(m: re.Match[str], *names: str) -> str | None:
+    for name in names:
+        if name in m.re.groupindex and m[name]:
+            return str(m[name])
+    return None
+
+
+def _clean_value(value: str | None) -> str | None:
+    if not value:
+        return None
+    value = re.split(r"\s-\s|\s+(?:but|and\s+now|so)\s+", value)[0]
+    value = R.TRAILING_MODIFIERS.sub("", value.strip())
+    value = re.sub(r"^(?:the|a|an|my|our)\s+", "", value.strip(" .,!?'\""), flags=re.IGNORECASE)
+    return value[:60] or None
+
+
+def _singular(word: str) -> str:
+    if len(word) <= 3 or word in R.INVARIANT_PLURALS or word.endswith(("ss", "us", "is", "os")):
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return f"{word[:-3]}y"
+    if word.endswith(("ches", "shes", "xes", "zes", "sses")) or (word.endswith("oes") and len(word) > 5):
+        return word[:-2]
+    return word[:-1] if word.endswith("s") else word

@@ -1,0 +1,99 @@
+"""Acknowledged writes survive a restart of the service and of its embedded database."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def start_service(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "APP_DATABASE_URL"}}
+    env |= {"ENGRAM_DATA_DIR": str(data_dir), "ENGRAM_EMBEDDER": "hash"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/ready", timeout=1).status_code == 200:
+                return process
+        except httpx.TransportError:
+            pass
+        if process.poll() is not None:
+            raise AssertionError(process.stdout.read().decode() if process.stdout else "service exited")
+        time.sleep(0.2)
+    process.kill()
+    raise AssertionError("service did not become ready")
+
+
+def stop_service(process: subprocess.Popen[bytes]) -> None:
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=60)
+
+
+def postmaster_running(data_dir: Path) -> bool:
+    pid_file = data_dir / "pg" / "postmaster.pid"
+    if not pid_file.exists():
+        return False
+    pid = int(pid_file.read_text().splitlines()[0])
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_memories_survive_restart_of_service_and_embedded_database(tmp_path: Path) -> None:
+    data_dir = tmp_path / "engram"
+    port = free_port()
+    service = start_service(data_dir, port)
+    try:
+        key_file = data_dir / "dev-api-key"
+        assert oct(key_file.stat().st_mode & 0o777) == "0o600"
+        headers = {"Authorization": f"Bearer {key_file.read_text().strip()}"}
+        created = httpx.post(
+            f"http://127.0.0.1:{port}/v1/memories",
+            json={
+                "user_id": "u",
+                "content": "The release train leaves on Thursdays",
+                "subject": "release day",
+            },
+            headers=headers,
+        )
+        assert created.status_code == 201
+    finally:
+        stop_service(service)
+    assert not postmaster_running(data_dir)  # the embedded database stopped with the service
+
+    port = free_port()
+    service = start_service(data_dir, port)
+    try:
+        assert postmaster_running(data_dir)
+        recall = httpx.post(
+            f"http://127.0.0.1:{port}/v1/recall",
+            json={"user_id": "u", "query": "when does the release train leave?"},
+            headers=headers,
+        )
+        assert recall.status_code == 200
+        assert "Thursdays" in recall.json()["context"]
+        # The development tenant is created once, not on every start.
+        assert key_file.read_text().strip() == headers["Authorization"].split()[1]
+    finally:
+        stop_service(service)
