@@ -125,7 +125,7 @@ class MemoryWriter:
             nearest[1] if nearest else None,
             supersede_at=thresholds.supersede,
             review_at=thresholds.review,
-            numbers_differ=bool(nearest) and numeric_tokens_differ(nearest[0].content, p.content),
+            numbers_differ=nearest is not None and numeric_tokens_differ(nearest[0].content, p.content),
         )
 
     async def _write(self, p: _Prepared, vector: list[float], now: datetime, actor: str) -> RememberResult:
