@@ -25,9 +25,20 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from app.agent import analysis_rules as R
+from app.agent import analysis_rules as rules
+from app.agent.analysis_rules import normalise_subject
 
-MEMORY_TYPES: tuple[str, ...] = tuple(R.IMPORTANCE)
+__all__ = [
+    "MEMORY_TYPES",
+    "Analysis",
+    "FactIntent",
+    "ForgetIntent",
+    "analyse",
+    "extract_facts",
+    "normalise_subject",
+]
+
+MEMORY_TYPES: tuple[str, ...] = tuple(rules.IMPORTANCE)
 _USER_ROLES = frozenset({"user", "human"})
 _SOFT_TYPES = frozenset({"fact", "preference", "decision", "identity"})
 _TEMPORARY_CAPABLE = frozenset({"fact", "preference", "constraint", "identity", "decision", "temporary"})
@@ -36,6 +47,9 @@ _DEADLINE_CAPABLE = frozenset({"task", "fact", "decision", "project", "deadline"
 
 @dataclass(frozen=True, slots=True)
 class FactIntent:
+    """One memory to store. ``subject`` is the slot ("theme", "dinner budget") or None (not a slot);
+    ``previous_value`` is the replaced value of a correction; ``expires_hint`` is a bare time phrase."""
+
     content: str
     type: str
     subject: str | None
@@ -48,6 +62,8 @@ class FactIntent:
 
 @dataclass(frozen=True, slots=True)
 class ForgetIntent:
+    """What to forget, as the user named it ("my address"), and its slot when recognisable."""
+
     description: str
     subject: str | None
 
@@ -110,50 +126,28 @@ def extract_facts(messages: Sequence[tuple[str, str]]) -> list[FactIntent]:
     return [f for i, f in enumerate(facts) if latest[f.content.casefold()] == i]
 
 
-def normalise_subject(raw: str) -> str:
-    """The slot name of a subject phrase: "the UI theme preference" -> "theme"."""
-    text = re.sub(r"[\u2018\u2019`]", "'", raw.lower())
-    words = re.sub(r"[^\w\s'.+#-]", " ", text).replace("-", " ").replace("_", " ").split()
-    while words and words[0] in R.LEADING_NOISE:
-        words.pop(0)
-    words = [re.sub(r"'s?$", "", w).strip(".") for w in words]
-    words = [w for w in words if w]
-    while len(words) > 1 and words[-1] in R.GENERIC_TAILS:
-        words.pop()
-    phrase = " ".join(words)
-    if phrase in R.SUBJECT_SYNONYMS or not words:
-        return R.SUBJECT_SYNONYMS.get(phrase, phrase)
-    words[-1] = _singular(words[-1])
-    phrase = " ".join(words)
-    return R.SUBJECT_SYNONYMS.get(phrase, phrase)
-
-
 # --- message structure ------------------------------------------------------------------------
 
 
 def _analyse(message: str, prior_subject: str | None) -> tuple[Analysis, str | None]:
     out = _Out()
     state = _State(last_subject=prior_subject)
-    for sentence in _sentences(_clean(message)):
+    for sentence in _sentences(rules.clean_text(message)):
         state.explicit, state.label = False, None
         state.correction, state.carry_correction = state.carry_correction, False
-        for clause in _clauses(sentence):
-            _process_clause(clause, state, out)
+        clauses = _clauses(sentence)
+        asked = [_process_clause(clause, state, out) for clause in clauses]
+        if len(clauses) > 1 and all(asked):  # "Pick one and remind me of my budget": ask it whole
+            out.questions[-len(clauses) :] = [sentence]
     question = " ".join(out.questions) or None
     chit = not (out.facts or out.forgets or question or out.substantive)
     return Analysis(tuple(out.facts), tuple(out.forgets), question, chit), state.last_subject
 
 
-def _clean(message: str) -> str:
-    text = re.sub(r"[\u2018\u2019`]", "'", message).replace("\u201c", '"').replace("\u201d", '"')
-    text = re.sub(r"\s*[\u2013\u2014]\s*", " - ", text)
-    return re.sub(r"[ \t]+", " ", text).strip()
-
-
 def _sentences(text: str) -> list[str]:
     merged: list[str] = []
-    for piece in R.SENTENCE_SPLIT.split(text):
-        if merged and merged[-1].lower().endswith(R.ABBREVIATIONS):
+    for piece in rules.SENTENCE_SPLIT.split(text):
+        if merged and merged[-1].lower().endswith(rules.ABBREVIATIONS):
             merged[-1] = f"{merged[-1]} {piece}"
         elif piece and piece.strip():
             merged.append(piece.strip())
@@ -162,12 +156,13 @@ def _sentences(text: str) -> list[str]:
 
 def _clauses(sentence: str) -> list[str]:
     parts = [sentence]
-    for pattern, min_words in R.CLAUSE_SPLITS:
+    for pattern, min_words, left_start in rules.CLAUSE_SPLITS:
         split: list[str] = []
         for part in parts:
             start = 0
             for m in pattern.finditer(part):
-                if len(part[start : m.start()].split()) >= min_words:
+                left = part[start : m.start()]
+                if len(left.split()) >= min_words and (left_start is None or left_start.match(left)):
                     split.append(part[start : m.start()])
                     start = m.end()
             split.append(part[start:])
@@ -175,53 +170,52 @@ def _clauses(sentence: str) -> list[str]:
     return [p.strip(" ,") for p in parts if p.strip(" ,")]
 
 
-def _process_clause(raw: str, state: _State, out: _Out) -> None:
-    clause = R.INTERJECTIONS.sub("", raw).strip(" ,")
-    if not clause or R.CHITCHAT.match(clause.rstrip(" .!?")):
-        return
+def _process_clause(raw: str, state: _State, out: _Out) -> bool:
+    """Record what one clause says; True when it is a question."""
+    clause = rules.INTERJECTIONS.sub("", raw).strip(" ,")
+    if rules.is_chitchat(clause):
+        return False
     out.substantive = True
     handled, forget = _forget(clause)
     if handled:
-        if forget is not None:
-            out.forgets.append(forget)
-        return
-    if _is_question(clause):
+        out.forgets.extend([forget] if forget else [])
+    elif _is_question(clause):
         out.questions.append(clause)
-        return
-    emphasis = R.EMPHASIS.match(clause)
-    if emphasis and out.facts:
+        return True
+    elif (emphasis := rules.EMPHASIS.match(clause)) and out.facts:
         out.facts[-1] = _emphasise(out.facts[-1], emphasis["level"].lower())
-        return
-    body = _strip_prefixes(clause, state)
-    if not body:
+    elif body := _strip_prefixes(clause, state):
+        for fact in _facts(body, state):
+            out.facts.append(fact)
+            state.last_subject = fact.subject or state.last_subject
+    else:  # a marker-only sentence ("I changed my mind.") flags the next one
         state.carry_correction = state.carry_correction or state.correction
-        return
-    for fact in _facts(body, state):
-        out.facts.append(fact)
-        state.last_subject = fact.subject or state.last_subject
+    return False
 
 
 def _is_question(clause: str) -> bool:
-    if R.REMEMBER_REQUEST.match(clause):
+    if rules.REMEMBER_REQUEST.match(clause):
         return False
-    return clause.endswith("?") or bool(R.QUESTION_START.match(clause) or R.REQUEST_START.match(clause))
+    return clause.endswith("?") or bool(
+        rules.QUESTION_START.match(clause) or rules.REQUEST_START.match(clause)
+    )
 
 
 def _strip_prefixes(clause: str, state: _State) -> str:
     """Remove "remember that", "Temporary:", "actually," (in any order) and record what they meant."""
     body = clause
     for _ in range(6):
-        if (m := R.REMEMBER_PREFIX.match(body)) and m.end():
+        if (m := rules.REMEMBER_PREFIX.match(body)) and m.end():
             state.explicit = True
-        elif m := R.LABEL_PREFIX.match(body):
+        elif m := rules.LABEL_PREFIX.match(body):
             label = re.sub(r"\s+", " ", m["label"].lower())
-            if R.CORRECTION_LABEL.match(label):
+            if rules.CORRECTION_LABEL.match(label):
                 state.correction = True
             else:
-                state.label, state.explicit = R.LABELS[label] or state.label, True
-                if label in R.KEEP_LABEL_TEXT:
+                state.label, state.explicit = rules.LABELS[label] or state.label, True
+                if label in rules.KEEP_LABEL_TEXT:
                     break
-        elif m := R.CORRECTION_MARKER.match(body):
+        elif m := rules.CORRECTION_MARKER.match(body):
             state.correction = True
         else:
             break
@@ -245,18 +239,20 @@ def _emphasise(fact: FactIntent, level: str) -> FactIntent:
 def _forget(clause: str) -> tuple[bool, ForgetIntent | None]:
     """(is this a forget request, the intent). A bare "remove it" is handled but names nothing."""
     text = clause.rstrip(" .!?")
-    for index, pattern in enumerate(R.FORGET_PATTERNS):
+    for index, pattern in enumerate(rules.FORGET_PATTERNS):
         m = pattern.search(text)
         if m is None:
             continue
-        obj = _group(m, "obj", "obj2") or ""
-        if index == 0 and m["verb"].lower() != "forget" and not R.MEMORY_OBJECT.search(obj):
-            return False, None
+        obj = rules.group(m, "obj", "obj2") or ""
         description = obj.strip()
-        for cleanup in R.FORGET_CLEANUP:
+        for cleanup in rules.FORGET_CLEANUP:
             description = cleanup.sub("", description).strip(" ,.")
-        if description.lower() in R.PRONOUN_ONLY:
-            return True, None
+        if description.lower() in rules.PRONOUN_ONLY:
+            return True, None  # "remove it": the thing was named in another clause
+        if description.lower() in rules.ABOUT_ME:
+            return True, ForgetIntent("everything", None)
+        if index == 0 and m["verb"].lower() != "forget" and not rules.MEMORY_OBJECT.search(obj):
+            return False, None
         return True, ForgetIntent(description, _forget_subject(description))
     return False, None
 
@@ -272,10 +268,10 @@ def _forget_subject(description: str) -> str | None:
 
 
 def _facts(body: str, state: _State) -> list[FactIntent]:
-    if m := R.REMIND_TO.match(body):
+    if m := rules.REMIND_TO.match(body):
         body = f"I need to {m['rest']}"
-    elif m := R.REMEMBER_TO.match(body):
-        rest = body[m.end() :]
+    elif m := rules.REMEMBER_TO.match(body):
+        rest, state.explicit = body[m.end() :], True
         body = rest if re.match(r"(?:never|always)\b", rest, re.IGNORECASE) else f"I need to {rest}"
     text, previous, corrected = _correction(body)
     draft = _draft(text, previous, corrected or state.correction, state)
@@ -287,26 +283,26 @@ def _facts(body: str, state: _State) -> list[FactIntent]:
 
 def _correction(body: str) -> tuple[str, str | None, bool]:
     """(text without the stale value, the stale value, whether this corrects an earlier value)."""
-    corrected = bool(R.CORRECTION_CUE.search(body))
-    if m := R.NOT_ANYMORE_LEAD.match(body):
-        return m["rest"], _clean_value(m["prev"]), True
+    corrected = bool(rules.CORRECTION_CUE.search(body))
+    if m := rules.NOT_ANYMORE_LEAD.match(body):
+        return m["rest"], rules.clean_value(m["prev"]), True
     text, previous = body, None
-    for pattern, replacement in R.STALE_PATTERNS:
+    for pattern, replacement in rules.STALE_PATTERNS:
         m = pattern.search(text)
         if m and text[: m.start()].strip():
-            previous = previous or _clean_value(m["prev"])
+            previous = previous or rules.clean_value(m["prev"])
             text = f"{text[: m.start()]}{replacement}{text[m.end() :]}".strip()
             corrected = True
     if previous is None:
-        for pattern in (R.NOT_ANYMORE, R.STOP_VERB):
+        for pattern in (rules.NOT_ANYMORE, rules.STOP_VERB):
             if m := pattern.search(text):
-                previous, corrected = _clean_value(m["prev"]), True
+                previous, corrected = rules.clean_value(m["prev"]), True
                 break
     return text, previous, corrected
 
 
 def _draft(text: str, previous: str | None, corrected: bool, state: _State) -> _Draft | None:
-    for rule in R.RULES:
+    for rule in rules.RULES:
         if m := rule.pattern.search(text):
             subject = _subject(rule, m, text)
             type_ = rule.type
@@ -316,7 +312,7 @@ def _draft(text: str, previous: str | None, corrected: bool, state: _State) -> _
             return _Draft(text, type_, subject, corrected, previous, explicit)
     if corrected and (resolved := _resolve_short_correction(text, previous, state)):
         return resolved
-    if not _declarative(text):
+    if not rules.is_declarative(text):
         return None
     return _Draft(text, "fact", None, corrected, previous, False)
 
@@ -324,22 +320,15 @@ def _draft(text: str, previous: str | None, corrected: bool, state: _State) -> _
 def _resolve_short_correction(text: str, previous: str | None, state: _State) -> _Draft | None:
     """ "it's X" / "X, not Y" after a correction marker: name the slot when it is known."""
     value, prev = None, previous
-    if m := R.IT_IS.match(text):
-        value = _clean_value(m["value"])
-    elif (m := R.X_NOT_Y.match(text)) and state.correction:
-        value, prev = _clean_value(m["new"]), _clean_value(m["prev"])
+    if m := rules.IT_IS.match(text):
+        value = rules.clean_value(m["value"])
+    elif (m := rules.X_NOT_Y.match(text)) and state.correction:
+        value, prev = rules.clean_value(m["new"]), rules.clean_value(m["prev"])
     if not value:
         return None
-    subject = _category(value) or state.last_subject
+    subject = rules.category_of(value) or state.last_subject
     content = f"The {subject} is {value}" if subject else text
     return _Draft(content, "fact", subject, True, prev, False)
-
-
-def _declarative(text: str) -> bool:
-    words = text.split()
-    if len(words) < 2:
-        return False
-    return words[0].lower().strip(",.!") not in R.NON_FACT_STARTS and not R.REQUEST_START.match(text)
 
 
 def _finalise(draft: _Draft, state: _State) -> FactIntent:
@@ -347,18 +336,18 @@ def _finalise(draft: _Draft, state: _State) -> FactIntent:
     if state.label and not (state.label == "constraint" and type_ == "critical_rule"):
         type_ = state.label
     if subject is not None and type_ in _SOFT_TYPES:
-        type_ = R.SUBJECT_TYPES.get(subject, type_)
+        type_ = rules.SUBJECT_TYPES.get(subject, type_)
     type_, subject, hint = _timing(draft.text, type_, subject)
-    importance = R.IMPORTANCE[type_]
-    if R.INTENSIFIERS.search(draft.text):
-        importance = min(1.0, importance + R.INTENSITY_BUMP)
+    importance = rules.IMPORTANCE[type_]
+    if rules.INTENSIFIERS.search(draft.text):
+        importance = min(1.0, importance + rules.INTENSITY_BUMP)
     explicit = state.explicit or draft.explicit
     return FactIntent(
         content=_content(draft.text, subject, type_),
         type=type_,
         subject=subject,
         importance=round(importance, 2),
-        confidence=R.EXPLICIT_CONFIDENCE if explicit else R.INFERRED_CONFIDENCE,
+        confidence=rules.EXPLICIT_CONFIDENCE if explicit else rules.INFERRED_CONFIDENCE,
         is_correction=draft.correction,
         previous_value=draft.previous,
         expires_hint=hint,
@@ -367,11 +356,19 @@ def _finalise(draft: _Draft, state: _State) -> FactIntent:
 
 def _timing(text: str, type_: str, subject: str | None) -> tuple[str, str | None, str | None]:
     """Deadlines and temporary facts: (type, subject, expires_hint)."""
-    if type_ in _DEADLINE_CAPABLE and (m := R.DEADLINE_HINT.search(text) or _deadline_date(text, type_)):
-        return "deadline", _deadline_subject(text) or (subject if type_ == "deadline" else None), m["when"]
-    m = R.TEMPORARY_HINT.search(text)
+    if type_ in _DEADLINE_CAPABLE and (m := rules.DEADLINE_HINT.search(text) or _deadline_date(text, type_)):
+        return (
+            "deadline",
+            rules.deadline_subject(text) or (subject if type_ == "deadline" else None),
+            m["when"],
+        )
+    m = rules.TEMPORARY_HINT.search(text)
     if type_ == "task":
-        return type_, subject, (m["until"] or m["when"]) if m else None
+        return (
+            type_,
+            subject,
+            (m["until"] or m["when"]) if m else rules.group_of(rules.DATE_ANY.search(text), "when"),
+        )
     if type_ in _TEMPORARY_CAPABLE and (m or type_ == "temporary"):
         return "temporary", None, (m["until"] or m["when"]) if m else None
     return type_, subject, None
@@ -379,23 +376,15 @@ def _timing(text: str, type_: str, subject: str | None) -> tuple[str, str | None
 
 def _deadline_date(text: str, type_: str) -> re.Match[str] | None:
     if type_ == "deadline" or re.search(r"\b(?:deadline|due)\b", text, re.IGNORECASE):
-        return R.DATE_ANY.search(text)
-    return None
-
-
-def _deadline_subject(text: str) -> str | None:
-    for pattern in R.DEADLINE_SUBJECT:
-        if m := pattern.search(text):
-            what = normalise_subject(m["what"])
-            return f"{what.removesuffix(' deadline')} deadline" if what else None
+        return rules.DATE_ANY.search(text)
     return None
 
 
 def _content(text: str, subject: str | None, type_: str) -> str:
     body = re.sub(r"\s+", " ", text).strip(" ,;:-")
     body = body[:1].upper() + body[1:]
-    body = body.rstrip("!") or body
-    if not body.endswith((".", "?")):
+    body = body.rstrip("!?") or body
+    if not body.endswith("."):
         body += "."
     if subject and type_ != "temporary" and not _mentions(body, subject):
         body = f"{body[:-1]} ({subject})."
@@ -404,71 +393,45 @@ def _content(text: str, subject: str | None, type_: str) -> str:
 
 def _mentions(body: str, subject: str) -> bool:
     lowered = body.lower()
-    return any(len(word) > 2 and word in lowered for word in subject.split())
+    return any(re.search(rf"\b{re.escape(word)}", lowered) for word in subject.split() if len(word) > 1)
 
 
 # --- subjects ---------------------------------------------------------------------------------
 
 
-def _subject(rule: R.Rule, m: re.Match[str], text: str) -> str | None:
+def _subject(rule: rules.Rule, m: re.Match[str], text: str) -> str | None:
     kind = rule.subject
     if kind.startswith("fixed:"):
         return kind.removeprefix("fixed:")
-    if kind in {"slot", "switch"} and (slot := _group(m, "subj")):
+    if kind in {"slot", "switch"} and (slot := rules.group(m, "subj")):
         return normalise_subject(slot) or None
     if kind == "diet":
-        return R.DIET_SUBJECTS.get((_group(m, "diet", "diet2") or "").lower())
+        return rules.DIET_SUBJECTS.get((rules.group(m, "diet", "diet2") or "").lower())
     if kind == "allergy":
         return _allergy_subject(m)
     if kind == "relhome":
         return f"{normalise_subject(m['rel'])} home city"
-    obj = _group(m, "obj", "obj2", "obj3")
+    obj = rules.group(m, "obj", "obj2", "obj3")
     if kind == "role":
-        head = _head(obj)
-        return "occupation" if head and R.ROLE_HEAD.search(head) else None
+        head = rules.noun_head(obj)
+        return "occupation" if head and rules.ROLE_HEAD.search(head) else None
     if kind in {"category", "switch"}:
-        return _category(text) or _scope(text)
+        subj = rules.group(m, "subj")
+        return (
+            rules.category_of(text)
+            or rules.scope_of(text)
+            or (normalise_subject(subj) or None if subj else None)
+        )
     if kind in {"head", "thing"}:
-        found = _category(obj or text)
-        return found or (_head(obj) if kind == "head" else _phrase(obj))
+        found = rules.category_of(obj or text)
+        return found or (rules.noun_head(obj) if kind == "head" else rules.noun_phrase(obj))
     return None
 
 
 def _allergy_subject(m: re.Match[str]) -> str | None:
-    allergen = _phrase(_group(m, "obj", "obj2"))
+    allergen = rules.noun_phrase(rules.group(m, "obj", "obj2"))
     relation = normalise_subject(m["rel"]) if m["rel"] else ""
     return f"{relation} {allergen} allergy".strip() if allergen else None
-
-
-def _category(text: str | None) -> str | None:
-    if not text:
-        return None
-    found = [(m.start(), subject) for pattern, subject in R.CATEGORY_PATTERNS if (m := pattern.search(text))]
-    return min(found)[1] if found else None
-
-
-def _scope(text: str) -> str | None:
-    m = R.SCOPE.search(text)
-    return normalise_subject(m["scope"]) or None if m else None
-
-
-def _core(obj: str | None) -> list[str]:
-    """The noun phrase at the start of an object, as words: "short, practical answers with ..."."""
-    if not obj:
-        return []
-    phrase = R.PHRASE_END.split(obj, maxsplit=1)[0]
-    phrase = R.TRAILING_MODIFIERS.sub("", phrase)
-    return [w for w in re.sub(r"[^\w\s'+#.-]", " ", phrase).split() if w.lower() not in R.LEADING_NOISE]
-
-
-def _head(obj: str | None) -> str | None:
-    words = _core(obj)
-    return normalise_subject(words[-1]) or None if words else None
-
-
-def _phrase(obj: str | None) -> str | None:
-    words = _core(obj)
-    return normalise_subject(" ".join(words[-4:])) or None if words else None
 
 
 def _split_list(draft: _Draft) -> list[_Draft]:
@@ -477,40 +440,11 @@ def _split_list(draft: _Draft) -> list[_Draft]:
     if m is None:
         return [draft]
     items = [i for i in re.split(r"\s*,\s*(?:and\s+)?|\s+and\s+", m["items"].rstrip(" .!")) if i]
-    subjects = [_category(i) or _head(i) for i in items]
-    known = {s for s in subjects if s in R.SUBJECT_TYPES}
-    if len(items) < 2 or len(known) < 2 or len(known) < sum(s in R.SUBJECT_TYPES for s in subjects):
+    subjects = [rules.category_of(i) or rules.noun_head(i) for i in items]
+    known = {s for s in subjects if s in rules.SUBJECT_TYPES}
+    if len(items) < 2 or len(known) < 2 or len(known) < sum(s in rules.SUBJECT_TYPES for s in subjects):
         return [draft]
     prefix = draft.text[: m.start("items")]
     return [
         replace(draft, text=f"{prefix}{item}", subject=s) for item, s in zip(items, subjects, strict=True)
     ]
-
-
-# --- small helpers ----------------------------------------------------------------------------
-
-
-def _group(m: re.Match[str], *names: str) -> str | None:
-    for name in names:
-        if name in m.re.groupindex and m[name]:
-            return str(m[name])
-    return None
-
-
-def _clean_value(value: str | None) -> str | None:
-    if not value:
-        return None
-    value = re.split(r"\s-\s|\s+(?:but|and\s+now|so)\s+", value)[0]
-    value = R.TRAILING_MODIFIERS.sub("", value.strip())
-    value = re.sub(r"^(?:the|a|an|my|our)\s+", "", value.strip(" .,!?'\""), flags=re.IGNORECASE)
-    return value[:60] or None
-
-
-def _singular(word: str) -> str:
-    if len(word) <= 3 or word in R.INVARIANT_PLURALS or word.endswith(("ss", "us", "is", "os")):
-        return word
-    if word.endswith("ies") and len(word) > 4:
-        return f"{word[:-3]}y"
-    if word.endswith(("ches", "shes", "xes", "zes", "sses")) or (word.endswith("oes") and len(word) > 5):
-        return word[:-2]
-    return word[:-1] if word.endswith("s") else word

@@ -20,6 +20,9 @@ Subject strategies (``Rule.subject``):
 - ``relhome``: "<relation> home city" from the ``rel`` group.
 - ``role``: "occupation" when the ``obj`` head looks like a role ("engineer"), else ``None``.
 
+The module ends with small text helpers (``normalise_subject``, ``category_of``, ``noun_head``,
+``clean_value``...): pure functions over these tables.
+
 A slot is (subject, type), so one attribute must always get the same type whatever the sentence
 shape: :data:`SUBJECT_TYPES` gives the canonical type of the well-known subjects.
 """
@@ -303,7 +306,7 @@ DEADLINE_SUBJECT: Final = (
 DATE_ANY: Final = re.compile(rf"\b(?P<when>{DATE})\b", _I)
 TEMPORARY_HINT: Final = re.compile(
     rf"\buntil\s+(?P<until>{DATE})\b|\b(?P<when>for\s+now|for\s+the\s+time\s+being|right\s+now|"
-    r"at\s+the\s+moment|today|tonight|this\s+(?:morning|afternoon|evening|week(?:end)?|month)|"
+    r"at\s+the\s+moment|today|tonight|tomorrow|this\s+(?:morning|afternoon|evening|week(?:end)?|month)|"
     r"for\s+the\s+next\s+\w+\s+(?:hours?|days?|weeks?))\b|\btemporar(?:y|ily)\b",
     _I,
 )
@@ -313,9 +316,13 @@ TEMPORARY_HINT: Final = re.compile(
 ABBREVIATIONS: Final = ("e.g.", "i.e.", "etc.", "vs.", "mr.", "mrs.", "ms.", "dr.", "approx.")
 SENTENCE_SPLIT: Final = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+|;\s*")
 # (pattern, fewest words the left part needs) -- each split starts a new clause
-CLAUSE_SPLITS: Final = (
+_FIRST_PERSON = r"(?:i|i'm|i've|i'd|we|we're|we've)\b"
+# (pattern, fewest words the left part needs, what the left part must start with)
+CLAUSE_SPLITS: Final[tuple[tuple[re.Pattern[str], int, re.Pattern[str] | None], ...]] = (
     # "I live in Oslo and I never ..." (a new first-person subject starts a new clause)
-    (re.compile(r",?\s+(?:and|but|while|although)\s+(?=(?:i|i'm|i've|i'd|we|we're|we've)\b)", _I), 3),
+    (re.compile(rf",?\s+(?:and|but|while|although)\s+(?={_FIRST_PERSON})", _I), 3, None),
+    # "I switched jobs, I now work at ..." (only when the left part is first-person too)
+    (re.compile(rf",\s+(?={_FIRST_PERSON})", _I), 3, re.compile(rf"^(?:{_FIRST_PERSON}|my\b|our\b)", _I)),
     # "I'm vegan, what should I cook?"
     (
         re.compile(
@@ -324,6 +331,7 @@ CLAUSE_SPLITS: Final = (
             _I,
         ),
         2,
+        None,
     ),
     # "Remember I'm vegan and suggest a dish" / "..., remove it"
     (
@@ -333,6 +341,7 @@ CLAUSE_SPLITS: Final = (
             _I,
         ),
         2,
+        None,
     ),
 )
 INTERJECTIONS: Final = re.compile(
@@ -356,6 +365,43 @@ CHITCHAT: Final = re.compile(
     _I,
 )
 
+CHIT_WORDS: Final = frozenset(
+    [
+        "hi",
+        "hello",
+        "hey",
+        "ok",
+        "okay",
+        "lol",
+        "haha",
+        "thanks",
+        "thx",
+        "ty",
+        "cool",
+        "great",
+        "nice",
+        "sure",
+        "yes",
+        "yeah",
+        "yep",
+        "no",
+        "nope",
+        "alright",
+        "wow",
+        "oh",
+        "ah",
+        "hmm",
+        "bye",
+        "k",
+        "cheers",
+        "awesome",
+        "perfect",
+        "fine",
+        "good",
+        "np",
+    ]
+)
+
 # --- questions and requests -------------------------------------------------------------------
 
 QUESTION_START: Final = re.compile(
@@ -377,6 +423,7 @@ REMEMBER_REQUEST: Final = re.compile(
 # sentence openers that never start a statement worth storing
 NON_FACT_STARTS: Final = frozenset(
     [
+        *("remove", "delete", "add", "update", "change", "set", "keep", "be", "give", "tell", "show"),
         "let",
         "try",
         "go",
@@ -559,7 +606,7 @@ FORGET_CLEANUP: Final = (
     ),
     re.compile(r"[\s,]*(?:any\s?more|please|for\s+me|for\s+good|now)[.!?\s]*$", _I),
     re.compile(
-        r"^(?:about\s+|(?:what|everything|anything)\s+(?:you\s+know|you\s+have|i\s+(?:told|said\s+to|gave)\s+"
+        r"^(?:\w+ly\s+)?(?:about\s+|(?:what|everything|anything)\s+(?:you\s+know|you\s+have|i\s+(?:told|said\s+to|gave)\s+"
         r"you|you\s+remember)\s+(?:about|on|regarding)\s+|everything\s+about\s+|(?:the|that|this|any|all)\s+"
         r"(?:memory|memories|note|notes|fact|facts|info|information|record|records|details)\s+"
         r"(?:about|on|of|regarding)\s+|that\s+(?=(?:i|we|my|our)\b)|(?:that|this)\s+)",
@@ -567,6 +614,7 @@ FORGET_CLEANUP: Final = (
     ),
 )
 PRONOUN_ONLY: Final = frozenset({"it", "that", "this", "them", "those", ""})
+ABOUT_ME: Final = frozenset({"me", "myself", "us", "everything", "all", "all of it", "me so far"})
 
 
 # --- the ordered fact rules -------------------------------------------------------------------
@@ -638,7 +686,12 @@ RULES: Final[tuple[Rule, ...]] = (
         "constraint",
     ),
     # identity
-    _r(r"\bmy\s+name\s+is\b|^(?:i'm|i\s+am)\s+called\b|^call\s+me\b", "identity", "fixed:name"),
+    _r(
+        r"\bmy\s+name\s+is\b|^(?:i'm|i\s+am)\s+called\b|^call\s+me\b|"
+        r"^(?:i'm|i\s+am)\s+(?-i:[A-Z][a-z]+)(?:\s+(?-i:[A-Z][a-z]+))?[.!]*$",
+        "identity",
+        "fixed:name",
+    ),
     _r(
         r"\b(?:i|we)\s+(?:now\s+|currently\s+|still\s+)?(?:live|reside)\s+in\b|"
         r"^(?:i'm|i\s+am|we're|we\s+are)\s+(?:now\s+|currently\s+)?(?:based|located|living)\s+in\b|"
@@ -647,8 +700,8 @@ RULES: Final[tuple[Rule, ...]] = (
         "fixed:home city",
     ),
     _r(
-        r"^(?:my|our)\s+(?P<rel>[\w\s]{1,25}?)\s+(?:now\s+)?(?:lives|resides|is\s+based|moved|has\s+moved)\s+"
-        r"(?:in|to)\b",
+        r"(?:^|,\s*)(?:my|our)\s+(?P<rel>[\w\s]{1,25}?)\s+(?:now\s+)?(?:lives|resides|is\s+based|moved|"
+        r"has\s+moved|is(?:\s+now)?(?:\s+living)?)\s+(?:in|to)\s+(?-i:[A-Z])",
         "fact",
         "relhome",
     ),
@@ -705,9 +758,10 @@ RULES: Final[tuple[Rule, ...]] = (
         r"deploy|host|build\s+with)\b|\bwe(?:'re|'ll|\s+are|\s+will|\s+shall)?\s+(?:be\s+)?(?:going\s+"
         r"(?:to\s+go\s+)?with|go(?:ing)?\s+with|switch(?:ing)?\s+to|mov(?:e|ing)\s+to|migrat(?:e|ing)|"
         r"standardi[sz]ing\s+on|settl(?:e|ing)\s+on|stick(?:ing)?\s+with|us(?:e|ing)|deploy(?:ing)?|"
-        r"host(?:ing)?|chose|picked|selected|settled\s+on|adopted|went\s+with)\b|^(?:use|switch\s+to|"
+        r"host(?:ing)?|chose|picked|selected|settled\s+on|adopted|went\s+with)\b|(?:^|,\s*)(?:use|switch\s+to|"
         r"move\s+to|migrate|go\s+with|stick\s+with|adopt|deploy|host|standardi[sz]e\s+on|build\s+(?:it\s+)?with|"
-        r"keep\s+using)\b",
+        r"keep\s+using)\b|^(?:the|our)\s+(?P<subj>(?:[\w-]+\s+){0,2}?[\w-]+)\s+(?:uses|is\s+built\s+(?:with|on)|runs\s+on|"
+        r"is\s+(?:hosted|deployed)\s+on)\b",
         "decision",
         "category",
     ),
@@ -722,7 +776,7 @@ RULES: Final[tuple[Rule, ...]] = (
         "slot",
     ),
     _r(
-        r"\b(?:renamed|changed|switched|swapped|set|updated|moved)\s+(?:over\s+)?(?:(?:my|our)\s+"
+        r"\b(?:renamed?|chang(?:e|ed)|switch(?:ed)?|swap(?:ped)?|set|updated?|moved?)\s+(?:over\s+)?(?:(?:my|our|the)\s+"
         r"(?P<subj>[\w\s'-]{1,40}?)\s+)?(?:from\s+.+?\s+)?to\s+\S",
         "fact",
         "switch",
@@ -737,3 +791,111 @@ RULES: Final[tuple[Rule, ...]] = (
         "episodic",
     ),
 )
+
+
+# --- subject helpers (pure functions over the tables above) -------------------------------
+
+
+def normalise_subject(raw: str) -> str:
+    """The slot name of a subject phrase: "the UI theme preference" -> "theme"."""
+    text = re.sub(r"[\u2018\u2019`]", "'", raw.lower())
+    words = re.sub(r"[^\w\s'.+#-]", " ", text).replace("-", " ").replace("_", " ").split()
+    while words and words[0] in LEADING_NOISE:
+        words.pop(0)
+    words = [re.sub(r"'s?$", "", w).strip(".") for w in words]
+    words = [w for w in words if w]
+    while len(words) > 1 and words[-1] in GENERIC_TAILS:
+        words.pop()
+    phrase = " ".join(words)
+    if phrase in SUBJECT_SYNONYMS or not words:
+        return SUBJECT_SYNONYMS.get(phrase, phrase)
+    words[-1] = _singular(words[-1])
+    phrase = " ".join(words)
+    return SUBJECT_SYNONYMS.get(phrase, phrase)
+
+
+def category_of(text: str | None) -> str | None:
+    if not text:
+        return None
+    found = [(m.start(), subject) for pattern, subject in CATEGORY_PATTERNS if (m := pattern.search(text))]
+    return min(found)[1] if found else None
+
+
+def scope_of(text: str) -> str | None:
+    m = SCOPE.search(text)
+    return normalise_subject(m["scope"]) or None if m else None
+
+
+def _noun_words(obj: str | None) -> list[str]:
+    """The noun phrase at the start of an object, as words: "short, practical answers with ..."."""
+    if not obj:
+        return []
+    phrase = PHRASE_END.split(obj, maxsplit=1)[0]
+    phrase = TRAILING_MODIFIERS.sub("", phrase)
+    return [w for w in re.sub(r"[^\w\s'+#.-]", " ", phrase).split() if w.lower() not in LEADING_NOISE]
+
+
+def noun_head(obj: str | None) -> str | None:
+    words = _noun_words(obj)
+    return normalise_subject(words[-1]) or None if words else None
+
+
+def noun_phrase(obj: str | None) -> str | None:
+    words = _noun_words(obj)
+    return normalise_subject(" ".join(words[-4:])) or None if words else None
+
+
+def _singular(word: str) -> str:
+    if len(word) <= 3 or word in INVARIANT_PLURALS or word.endswith(("ss", "us", "is", "os")):
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return f"{word[:-3]}y"
+    if word.endswith(("ches", "shes", "xes", "zes", "sses")) or (word.endswith("oes") and len(word) > 5):
+        return word[:-2]
+    return word[:-1] if word.endswith("s") else word
+
+
+def clean_value(value: str | None) -> str | None:
+    if not value:
+        return None
+    value = re.split(r"\s-\s|\s+(?:but|and\s+now|so)\s+", value)[0]
+    value = TRAILING_MODIFIERS.sub("", value.strip())
+    value = re.sub(r"^(?:the|a|an|my|our)\s+", "", value.strip(" .,!?'\""), flags=re.IGNORECASE)
+    return value[:60] or None
+
+
+def group(m: re.Match[str], *names: str) -> str | None:
+    for name in names:
+        if name in m.re.groupindex and m[name]:
+            return str(m[name])
+    return None
+
+
+def group_of(m: re.Match[str] | None, name: str) -> str | None:
+    return group(m, name) if m else None
+
+
+def is_chitchat(clause: str) -> bool:
+    words = re.findall(r"[\w']+", clause.lower())
+    return not words or all(w in CHIT_WORDS for w in words) or bool(CHITCHAT.match(clause.rstrip(" .!?")))
+
+
+def deadline_subject(text: str) -> str | None:
+    for pattern in DEADLINE_SUBJECT:
+        if m := pattern.search(text):
+            what = normalise_subject(m["what"])
+            return f"{what.removesuffix(' deadline')} deadline" if what else None
+    return None
+
+
+def clean_text(message: str) -> str:
+    text = re.sub(r"[\u2018\u2019`]", "'", message).replace("\u201c", '"').replace("\u201d", '"')
+    text = re.sub(r"\s*[\u2013\u2014]\s*", " - ", text)
+    return re.sub(r"[ \t]+", " ", text).strip()
+
+
+def is_declarative(text: str) -> bool:
+    words = text.split()
+    if len(words) < 3:  # "One answer.", "Money's tight": fragments, not facts
+        return False
+    return words[0].lower().strip(",.!") not in NON_FACT_STARTS and not REQUEST_START.match(text)

@@ -10,7 +10,9 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, JSONBody, QueryParameter
 
 from app.api.convert import history_out, recall_input, recall_out, remember_input, remember_out
+from app.api.guards import require_bearer
 from app.api.schemas import (
+    NO_NUL,
     BatchIn,
     BatchOut,
     EraseReceipt,
@@ -34,10 +36,15 @@ MAX_BATCH = 1000
 Service = NamedDependency[MemoryService]
 MemoryId = FromPath[uuid.UUID]
 Limit = Annotated[int, QueryParameter(ge=1, le=500)]
+QueryIdent = Annotated[str, QueryParameter(max_length=200, pattern=NO_NUL)]
+# Constraints must sit on the optional type itself: inside a union, Litestar drops them.
+MaybeIdent = Annotated[str | None, QueryParameter(max_length=200, pattern=NO_NUL)]
+MaybeText = Annotated[str | None, QueryParameter(max_length=2000, pattern=NO_NUL)]
 
 
 class MemoryController(Controller):
     path = "/v1/memories"
+    guards = [require_bearer]
     tags = ["memories"]
 
     @post("/", status_code=201)
@@ -55,14 +62,14 @@ class MemoryController(Controller):
     async def list_memories(
         self,
         memory_service: Service,
-        user_id: FromQuery[str],
-        project_id: FromQuery[str | None] = None,
-        status: FromQuery[str | None] = None,
-        type: FromQuery[str | None] = None,
-        subject: FromQuery[str | None] = None,
-        q: FromQuery[str | None] = None,
+        user_id: QueryIdent,
+        project_id: MaybeIdent = None,
+        status: MaybeIdent = None,
+        type: MaybeIdent = None,
+        subject: MaybeIdent = None,
+        q: MaybeText = None,
         limit: Limit = 50,
-        cursor: FromQuery[str | None] = None,
+        cursor: MaybeIdent = None,
     ) -> MemoryPage:
         items, next_cursor = await memory_service.list_memories(
             user_id,
@@ -125,6 +132,7 @@ class MemoryController(Controller):
 
 class RecallController(Controller):
     path = "/v1"
+    guards = [require_bearer]
     tags = ["recall"]
 
     @post("/recall", status_code=200)
@@ -147,5 +155,5 @@ class RecallController(Controller):
         return ForgottenOut(forgotten=forgotten)
 
     @get("/stats")
-    async def stats(self, memory_service: Service, user_id: FromQuery[str | None] = None) -> StatsOut:
+    async def stats(self, memory_service: Service, user_id: MaybeIdent = None) -> StatsOut:
         return StatsOut(**await memory_service.stats(user_id))

@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
 from app.db.models import Memory
+
+NO_NUL = r"^[^\x00]*$"
+# Identifiers fit their columns; text must not hold NUL bytes (PostgreSQL text cannot store them).
+Ident = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=NO_NUL)]
+Text = Annotated[str, msgspec.Meta(pattern=NO_NUL)]
+Tag = Annotated[str, msgspec.Meta(max_length=100, pattern=NO_NUL)]
+When = Annotated[datetime, msgspec.Meta(tz=True)]
+Unit = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+TEN_YEARS_S = 10 * 365 * 86400
+Ttl = Annotated[int, msgspec.Meta(gt=0, le=TEN_YEARS_S)]
+Days = Annotated[float, msgspec.Meta(ge=0.0, le=36500.0)]
 
 
 class Strict(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -16,21 +27,21 @@ class Strict(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 class MemoryIn(Strict):
-    user_id: str
-    content: str
+    user_id: Ident
+    content: Text
     type: str = "fact"
-    subject: str | None = None
-    project_id: str | None = None
-    session_id: str | None = None
+    subject: Ident | None = None
+    project_id: Ident | None = None
+    session_id: Ident | None = None
     importance: float = 0.5
     confidence: float = 0.8
     privacy: str = "public"
-    tags: list[str] = msgspec.field(default_factory=list)
-    expires_at: datetime | None = None
-    ttl_seconds: int | None = None
+    tags: list[Tag] = msgspec.field(default_factory=list)
+    expires_at: When | None = None
+    ttl_seconds: Ttl | None = None
     pinned: bool = False
-    observed_at: datetime | None = None
-    summary: str | None = None
+    observed_at: When | None = None
+    summary: Text | None = None
 
 
 class BatchIn(Strict):
@@ -38,44 +49,44 @@ class BatchIn(Strict):
 
 
 class MemoryPatch(Strict):
-    content: str | msgspec.UnsetType = msgspec.UNSET
+    content: Text | msgspec.UnsetType = msgspec.UNSET
     type: str | msgspec.UnsetType = msgspec.UNSET
-    subject: str | msgspec.UnsetType | None = msgspec.UNSET
+    subject: Ident | msgspec.UnsetType | None = msgspec.UNSET
     importance: float | msgspec.UnsetType = msgspec.UNSET
     confidence: float | msgspec.UnsetType = msgspec.UNSET
     privacy: str | msgspec.UnsetType = msgspec.UNSET
-    tags: list[str] | msgspec.UnsetType = msgspec.UNSET
-    expires_at: datetime | msgspec.UnsetType | None = msgspec.UNSET
+    tags: list[Tag] | msgspec.UnsetType = msgspec.UNSET
+    expires_at: When | msgspec.UnsetType | None = msgspec.UNSET
 
     def changes(self) -> dict[str, Any]:
         return {f: v for f in self.__struct_fields__ if (v := getattr(self, f)) is not msgspec.UNSET}
 
 
 class RecallIn(Strict):
-    user_id: str
-    query: str
-    project_id: str | None = None
+    user_id: Ident
+    query: Text
+    project_id: Ident | None = None
     token_budget: int | None = None
     types: list[str] | None = None
     prefer_type: str | None = None
-    min_relevance: float | None = None
+    min_relevance: Unit | None = None
     include_sensitive: bool = False
     explain: bool = True
 
 
 class ForgetFilterIn(Strict):
-    older_than_days: float | None = None
-    salience_below: float | None = None
-    decayed_below: float | None = None
+    older_than_days: Days | None = None
+    salience_below: Unit | None = None
+    decayed_below: Unit | None = None
     type: str | None = None
 
 
 class ForgetIn(Strict):
-    user_id: str
-    project_id: str | None = None
+    user_id: Ident
+    project_id: Ident | None = None
     memory_id: uuid.UUID | None = None
-    query: str | None = None
-    subject: str | None = None
+    query: Text | None = None
+    subject: Ident | None = None
     filter: ForgetFilterIn | None = None
 
 

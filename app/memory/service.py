@@ -13,6 +13,7 @@ from sqlalchemy import any_, delete, literal, update
 from app.db.models import DreamProposal, Memory, MemoryEvent
 from app.lib.errors import Conflict, NotFound, ValidationFailed
 from app.lib.redaction import redact
+from app.lib.validation import check_time
 from app.memory.context import MemoryDeps
 from app.memory.models import ForgetFilter, History, RecallInput, RecallResult, RememberInput, RememberResult
 from app.memory.recall import Recaller
@@ -101,6 +102,10 @@ class MemoryService:
         if unknown:
             raise ValidationFailed(f"cannot change {', '.join(sorted(unknown))}")
         self._validate_patch(changes)
+        if len(str(changes.get("content") or "")) > self.deps.settings.max_content_chars:
+            raise ValidationFailed(
+                f"content is longer than {self.deps.settings.max_content_chars} characters"
+            )
         now = self.deps.clock.now()
         changed: list[str] = []
         if "content" in changes:
@@ -137,6 +142,8 @@ class MemoryService:
                 raise ValidationFailed(f"{name} must be between 0 and 1")
         if "content" in changes and not str(changes["content"] or "").strip():
             raise ValidationFailed("content must not be empty")
+        if "expires_at" in changes:
+            check_time("expires_at", changes["expires_at"])
 
     def _event(self, memory: Memory, kind: str, reason: str, details: dict[str, Any] | None = None) -> None:
         self.repo.add_event(

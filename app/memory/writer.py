@@ -11,6 +11,7 @@ from app.db.models import Memory
 from app.embeddings.base import numeric_tokens_differ
 from app.lib.errors import ValidationFailed
 from app.lib.redaction import redact
+from app.lib.validation import check_time
 from app.memory.context import MemoryDeps
 from app.memory.models import RememberInput, RememberResult
 from app.memory.repository import Scope
@@ -47,6 +48,11 @@ def _check(item: RememberInput, index: int | None, max_chars: int) -> None:
     for name in ("importance", "confidence"):
         if not 0.0 <= getattr(item, name) <= 1.0:
             raise ValidationFailed(f"{where}{name} must be between 0 and 1")
+    for name in ("user_id", "content", "subject", "project_id", "session_id", "summary"):
+        if "\x00" in (getattr(item, name) or ""):
+            raise ValidationFailed(f"{where}{name} must not contain NUL bytes")
+    for name in ("observed_at", "expires_at"):
+        check_time(f"{where}{name}", getattr(item, name))
     if item.ttl_seconds is not None and item.ttl_seconds <= 0:
         raise ValidationFailed(f"{where}ttl_seconds must be positive")
     if item.ttl_seconds is not None and item.expires_at is not None:
