@@ -100,7 +100,7 @@ class Settings(BaseSettings):
     max_body_bytes: int = 1024 * 1024
     default_token_budget: int = 1024
     candidate_k: int = 50
-    exact_scan_max_rows: int = 20000
+    exact_scan_max_rows: int = 5000  # above this many live rows in scope, HNSW with iterative scan
     hnsw_ef_search: int = 100
     min_relevance: float | None = None  # None: the embedder's own floor
     keyword_saturation: float = 0.1

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Float, Select, and_, func, or_, select, text, update
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import Float, Select, and_, cast, func, literal_column, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import DreamProposal, Memory, MemoryEvent
@@ -88,14 +89,32 @@ class MemoryRepository:
         return (await self.session.scalars(query)).first()
 
     async def nearest_of_type(
-        self, scope: Scope, mtype: str, embedding: Sequence[float], embed_model: str, subject: str | None
+        self,
+        scope: Scope,
+        mtype: str,
+        embedding: Sequence[float],
+        embed_model: str,
+        subject: str | None,
+        *,
+        index_dim: int | None = None,
     ) -> tuple[Memory, float] | None:
         """The closest live memory of the same type in the same scope that could be the same fact.
 
         A memory in a different named slot is a different attribute, never a semantic match.
+        With `index_dim` (large scopes) the per-model HNSW index answers instead of an exact scan.
         """
-        distance = Memory.embedding.op("<=>", return_type=Float)(text("CAST(:qvec AS vector)"))
-        conditions = [*self._live_in_scope(scope), Memory.type == mtype, Memory.embed_model == embed_model]
+        if index_dim is None:
+            distance = Memory.embedding.op("<=>", return_type=Float)(text("CAST(:qvec AS vector)"))
+            model_condition = Memory.embed_model == embed_model
+        else:
+            dim = int(index_dim)
+            # The indexed expression, and the model as a literal so the partial index matches.
+            distance = cast(Memory.embedding, Vector(dim)).op("<=>", return_type=Float)(
+                text(f"CAST(:qvec AS vector({dim}))")
+            )
+            model_condition = Memory.embed_model == literal_column("'" + embed_model.replace("'", "''") + "'")
+            await self.session.execute(text("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)"))
+        conditions = [*self._live_in_scope(scope), Memory.type == mtype, model_condition]
         if subject is not None:
             conditions.append(or_(Memory.subject.is_(None), Memory.subject == subject))
         query = select(Memory, distance.label("distance")).where(*conditions).order_by(distance).limit(1)

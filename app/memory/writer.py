@@ -75,6 +75,15 @@ class MemoryWriter:
     def __init__(self, deps: MemoryDeps) -> None:
         self.deps = deps
         self.repo = deps.repo
+        self._scope_sizes: dict[Scope, bool] = {}
+
+    async def _large(self, scope: Scope) -> bool:
+        """Whether the scope is past the exact-scan limit (asked once per scope and batch)."""
+        if scope not in self._scope_sizes:
+            cap = self.deps.settings.exact_scan_max_rows
+            size = await self.repo.scope_size(scope, self.deps.clock.now(), cap + 1)
+            self._scope_sizes[scope] = size > cap
+        return self._scope_sizes[scope]
 
     def _prepare(self, item: RememberInput, now: datetime) -> _Prepared:
         content = redact(item.content)
@@ -122,8 +131,9 @@ class MemoryWriter:
         if duplicate is not None and duplicate.type == p.item.type:
             return Decision(Action.DEDUPLICATE, duplicate.id)
         thresholds = self.deps.embedder.thresholds
+        index_dim = self.deps.embedder.dim if await self._large(scope) else None
         nearest = await self.repo.nearest_of_type(
-            scope, p.item.type, vector, self.deps.embedder.name, p.subject
+            scope, p.item.type, vector, self.deps.embedder.name, p.subject, index_dim=index_dim
         )
         return decide_semantic(
             p.observed_at,
