@@ -89,7 +89,9 @@ async def in_process(app_url: str, tenant: TenantId, queries: list[str]) -> list
         started = time.perf_counter()
         async with maker() as session, session.begin():
             await set_tenant(session, tenant)
-            await _service(session, tenant, settings, embedder).recall(RecallInput(user_id="bench-user", query=query))
+            await _service(session, tenant, settings, embedder).recall(
+                RecallInput(user_id="bench-user", query=query)
+            )
         if i >= 20:  # warm-up excluded
             samples.append((time.perf_counter() - started) * 1000)
     await engine.dispose()
@@ -103,7 +105,17 @@ def over_http(owner_url: str, app_url: str, key: str, queries: list[str]) -> lis
     env = os.environ | {"DATABASE_URL": owner_url, "APP_DATABASE_URL": app_url, "ENGRAM_EMBEDDER": "hash"}
     env["ENGRAM_LOG_LEVEL"] = "WARNING"
     server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "--factory", "app.asgi:app_factory", "--port", str(port), "--log-level", "warning"],
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "--factory",
+            "app.asgi:app_factory",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
         env=env,
     )
     base = f"http://127.0.0.1:{port}"
@@ -131,12 +143,16 @@ def over_http(owner_url: str, app_url: str, key: str, queries: list[str]) -> lis
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=300)
     args = parser.parse_args()
     rng = random.Random(7)
-    queries = [" ".join(rng.choice(TOPICS) for _ in range(rng.randint(2, 8))) for _ in range(args.queries + 20)]
+    queries = [
+        " ".join(rng.choice(TOPICS) for _ in range(rng.randint(2, 8))) for _ in range(args.queries + 20)
+    ]
     with bench_database() as (owner_url, app_url):
         tenant, key = asyncio.run(seed(app_url, owner_url, args.memories))
         local = percentiles(asyncio.run(in_process(app_url, tenant, queries)))

@@ -17,6 +17,8 @@ APP_ROLE = "engram_app"
 
 @dataclass(frozen=True)
 class TestDatabase:
+    __test__ = False  # a fixture value, not a test class
+
     owner_url: str
     app_url: str
     kind: str
