@@ -36,12 +36,57 @@ from app.tenancy import admin
 from app.tenancy.types import TenantId
 from bench.common import bench_database, machine, percentiles, write_results
 
-TOPICS = (
-    "deploy kubernetes cluster staging production rollout canary database postgres index vacuum "
-    "coffee tea breakfast lunch dinner vegan budget travel flight hotel lisbon berlin tokyo "
-    "python rust typescript react nextjs vite editor vim theme dark light meeting standup "
-    "review deadline invoice customer support ticket backlog sprint retro music jazz running"
-).split()
+TOPICS = [
+    "deploy",
+    "kubernetes",
+    "cluster",
+    "staging",
+    "production",
+    "rollout",
+    "canary",
+    "database",
+    "postgres",
+    "index",
+    "vacuum",
+    "coffee",
+    "tea",
+    "breakfast",
+    "lunch",
+    "dinner",
+    "vegan",
+    "budget",
+    "travel",
+    "flight",
+    "hotel",
+    "lisbon",
+    "berlin",
+    "tokyo",
+    "python",
+    "rust",
+    "typescript",
+    "react",
+    "nextjs",
+    "vite",
+    "editor",
+    "vim",
+    "theme",
+    "dark",
+    "light",
+    "meeting",
+    "standup",
+    "review",
+    "deadline",
+    "invoice",
+    "customer",
+    "support",
+    "ticket",
+    "backlog",
+    "sprint",
+    "retro",
+    "music",
+    "jazz",
+    "running",
+]
 TYPES = ("fact", "preference", "decision", "episodic", "task", "constraint")
 
 
