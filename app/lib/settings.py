@@ -111,6 +111,12 @@ class Settings(BaseSettings):
     type_priors: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_TYPE_PRIORS))
     weights: ScoringWeights = Field(default_factory=ScoringWeights)
 
+    # Agent loop.
+    agent_max_turns: int = 4
+    agent_degrade_to_offline: bool = True  # False: a provider failure is a 503 instead of `degraded`
+    chat_history_turns: int = 6
+    extract_max_messages: int = 50
+
     # Runtime.
     log_level: str = "INFO"
     log_json: bool = True
