@@ -11,7 +11,17 @@ from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 
-from app.api.deps import provide_memory_service, provide_principal, provide_transaction
+from app.agent.providers.base import ChatProvider
+from app.agent.providers.factory import build_chat_provider
+from app.agent.providers.offline import OfflineModel
+from app.api.agent import AgentController
+from app.api.deps import (
+    provide_agent_service,
+    provide_memory_service,
+    provide_principal,
+    provide_transaction,
+    provide_usage_repository,
+)
 from app.api.errors import EXCEPTION_HANDLERS
 from app.api.health import HealthController
 from app.api.memories import MemoryController, RecallController
@@ -44,6 +54,7 @@ def create_app(
     *,
     clock: Clock | None = None,
     embedder: Embedder | None = None,
+    chat: ChatProvider | None = None,
     on_shutdown: Sequence[Callable[[], None]] = (),
 ) -> Litestar:
     """Build the Litestar app. Clients are created here or in the lifespan, once per process.
@@ -56,7 +67,7 @@ def create_app(
         service_database_url(settings), pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow
     )
     services = Services(
-        settings=settings, clock=clock or SystemClock(), counter=TokenCounter(), embedder=embedder
+        settings=settings, clock=clock or SystemClock(), counter=TokenCounter(), embedder=embedder, chat=chat
     )
     owns_embedder = embedder is None
 
@@ -64,12 +75,19 @@ def create_app(
     async def lifespan(app: Litestar) -> AsyncGenerator[None, None]:
         if services.embedder is None:
             services.embedder = await build_embedder(settings)
+        owns_chat = services.chat is None
+        if owns_chat:
+            services.chat = build_chat_provider(settings, services.counter)
+        services.offline = OfflineModel(services.counter)
         try:
             yield
         finally:
             if owns_embedder and services.embedder is not None:
                 await services.embedder.aclose()
                 services.embedder = None
+            if owns_chat and services.chat is not None:
+                await services.chat.aclose()
+                services.chat = None
             await engine.dispose()
             for hook in on_shutdown:
                 hook()
@@ -80,12 +98,14 @@ def create_app(
         create_all=False,
     )
     return Litestar(
-        route_handlers=[HealthController, MemoryController, RecallController],
+        route_handlers=[HealthController, MemoryController, RecallController, AgentController],
         plugins=[SQLAlchemyPlugin(config=db_config)],
         dependencies={
             "transaction": Provide(provide_transaction),
             "principal": Provide(provide_principal),
             "memory_service": Provide(provide_memory_service),
+            "agent_service": Provide(provide_agent_service),
+            "usage_repository": Provide(provide_usage_repository),
         },
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         middleware=[access_log_middleware],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.agent.providers.base import ChatProvider
 from app.embeddings.base import Embedder
 from app.lib.clock import Clock
 from app.lib.settings import Settings
@@ -16,8 +17,15 @@ class Services:
     clock: Clock
     counter: TokenCounter
     embedder: Embedder | None = None
+    chat: ChatProvider | None = None  # the configured model: online when an endpoint is set
+    offline: ChatProvider | None = None  # the offline model: the fallback when the online one fails
 
     def require_embedder(self) -> Embedder:
         if self.embedder is None:
             raise RuntimeError("the embedder is not loaded yet (the app's lifespan has not started)")
         return self.embedder
+
+    def require_chat(self) -> tuple[ChatProvider, ChatProvider]:
+        if self.chat is None or self.offline is None:
+            raise RuntimeError("the chat providers are not built yet (the app's lifespan has not started)")
+        return self.chat, self.offline

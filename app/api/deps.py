@@ -10,11 +10,14 @@ from litestar.datastructures import State
 from litestar.di import NamedDependency
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.agent.messages import MessageRepository
+from app.agent.service import AgentService
 from app.memory.context import MemoryDeps
 from app.memory.repository import MemoryRepository
 from app.memory.service import MemoryService
 from app.state import Services
 from app.tenancy.auth import Principal, authenticate
+from app.usage.repository import UsageRepository
 
 
 async def provide_transaction(
@@ -60,3 +63,33 @@ async def provide_memory_service(
         clock=services.clock,
     )
     return MemoryService(deps, actor=f"key:{principal.key_id}")
+
+
+async def provide_usage_repository(
+    principal: NamedDependency[Principal], transaction: NamedDependency[AsyncSession]
+) -> UsageRepository:
+    return UsageRepository(transaction, principal.tenant)
+
+
+async def provide_agent_service(
+    state: State,
+    principal: NamedDependency[Principal],
+    transaction: NamedDependency[AsyncSession],
+    memory_service: NamedDependency[MemoryService],
+    usage_repository: NamedDependency[UsageRepository],
+) -> AgentService:
+    services = services_of(state)
+    chat, offline = services.require_chat()
+    settings = services.settings
+    return AgentService(
+        memory=memory_service,
+        messages=MessageRepository(transaction, principal.tenant),
+        usage=usage_repository,
+        provider=chat,
+        offline=offline,
+        max_turns=settings.agent_max_turns,
+        degrade=settings.agent_degrade_to_offline,
+        history_turns=settings.chat_history_turns,
+        max_chars=settings.max_content_chars,
+        request_id=structlog.contextvars.get_contextvars().get("request_id"),
+    )

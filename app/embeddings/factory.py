@@ -9,6 +9,7 @@ from app.embeddings.hashing import HashEmbedder
 from app.embeddings.local import LocalEmbedder, local_embedder_available
 from app.embeddings.openai_compat import OpenAICompatEmbedder
 from app.lib.settings import Settings
+from app.usage.meter import record_embedding_usage
 
 
 async def build_embedder(settings: Settings) -> Embedder:
@@ -29,5 +30,9 @@ async def build_embedder(settings: Settings) -> Embedder:
         max_retries=settings.model_max_retries,
     )
     return OpenAICompatEmbedder(
-        client, settings.default_embed_model(), dim=settings.embed_dim, owns_client=True
+        client,
+        settings.default_embed_model(),
+        dim=settings.embed_dim,
+        owns_client=True,
+        on_usage=record_embedding_usage,
     )

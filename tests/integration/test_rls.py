@@ -8,7 +8,15 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.conftest import Api
 
-TENANT_TABLES = ("memories", "memory_events", "dream_proposals", "api_keys", "tenants", "messages", "usage_events")
+TENANT_TABLES = (
+    "memories",
+    "memory_events",
+    "dream_proposals",
+    "api_keys",
+    "tenants",
+    "messages",
+    "usage_events",
+)
 
 
 async def test_service_role_is_neither_superuser_nor_owner_nor_rls_exempt(app_engine: AsyncEngine) -> None:

@@ -1,0 +1,108 @@
+"""The offline model through HTTP, graded on the store (via the API), not on the prose."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.conftest import Api
+
+
+async def chat(api: Api, message: str, session: str, **extra: Any) -> dict[str, Any]:
+    response = await api.post(
+        "/v1/chat", {"user_id": "u", "message": message, "session_id": session, **extra}
+    )
+    assert response.status_code == 200, response.text
+    result: dict[str, Any] = response.json()
+    assert result["mode"] == "offline"
+    return result
+
+
+async def active(api: Api, **filters: Any) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = (await api.get("/v1/memories", user_id="u", **filters)).json()["items"]
+    return [m for m in items if m["status"] in ("active", "pinned")]
+
+
+async def test_preference_is_remembered_recalled_corrected_and_forgotten(api: Api) -> None:
+    first = await chat(api, "I prefer dark mode", "s1")
+    assert [c["name"] for c in first["tool_calls"]] == ["remember"]
+    stored = await active(api)
+    assert len(stored) == 1
+    assert "dark mode" in stored[0]["content"]
+    assert stored[0]["source"] == "agent"
+    assert stored[0]["source_model"] == "engram-offline-1"
+    assert stored[0]["session_id"] == "s1"
+
+    asked = await chat(api, "What theme do I like?", "s2")
+    assert "recall" in [c["name"] for c in asked["tool_calls"]]
+    assert "dark mode" in asked["answer"]
+    assert stored[0]["id"] in asked["memories_used"]
+
+    await chat(api, "Actually I switched to light mode", "s3")
+    theme = await active(api)
+    assert len(theme) == 1
+    assert "light mode" in theme[0]["content"]
+    old = (await api.get(f"/v1/memories/{stored[0]['id']}")).json()
+    assert old["status"] == "superseded"
+    assert old["superseded_by"] == theme[0]["id"]
+
+    forgot = await chat(api, "Forget my theme preference", "s4")
+    assert [c["name"] for c in forgot["tool_calls"]] == ["forget"]
+    assert await active(api) == []
+
+
+async def test_migration_makes_the_new_framework_current(api: Api) -> None:
+    await chat(api, "We use Flask for the API", "s1")
+    await chat(api, "Migrate the API from Flask to FastAPI", "s2")
+    current = await active(api)
+    assert any("FastAPI" in m["content"] for m in current)
+    assert not any("Flask" in m["content"] and "FastAPI" not in m["content"] for m in current)
+    recall = await api.recall(user_id="u", query="which framework does the API use?")
+    assert "FastAPI" in recall["context"]
+
+
+async def test_chat_reports_usage_and_stores_redacted_messages(api: Api) -> None:
+    secret = "sk-" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2"
+    result = await chat(api, f"Remember that my staging API key is {secret}", "s1")
+    assert result["usage"]["total_tokens"] > 0
+    assert result["usage"]["by_model"]["engram-offline-1"]["calls"] >= 1
+    assert secret not in result["answer"]
+    usage = (await api.get("/v1/usage", user_id="u")).json()
+    assert (
+        usage["by_model"]["engram-offline-1"]["total_tokens"]
+        == result["usage"]["by_model"]["engram-offline-1"]["total_tokens"]
+    )
+    assert usage["by_kind"]["chat"]["calls"] == result["usage"]["by_model"]["engram-offline-1"]["calls"]
+    for memory in await active(api):
+        assert secret not in memory["content"]
+
+
+async def test_extract_offline_turns_messages_into_actions(api: Api) -> None:
+    response = await api.post(
+        "/v1/memories/extract",
+        {
+            "user_id": "u",
+            "messages": [
+                {"role": "user", "content": "I am vegan and my dinner budget is 30 dollars"},
+                {"role": "assistant", "content": "Noted!"},
+                {"role": "user", "content": "I live in Lisbon"},
+            ],
+        },
+    )
+    assert response.status_code == 200, response.text
+    actions = response.json()["actions"]
+    contents = " ".join(a["memory"]["content"] for a in actions)
+    assert "vegan" in contents
+    assert "Lisbon" in contents
+    assert all(a["memory"]["source"] == "extract" for a in actions)
+    assert all(a["memory"]["source_message_id"] for a in actions)
+
+
+async def test_chat_and_extract_are_tenant_scoped(api: Api, other_api: Api) -> None:
+    await chat(api, "I prefer tea over coffee", "s1")
+    other = await other_api.post("/v1/chat", {"user_id": "u", "message": "What do I prefer to drink?"})
+    assert other.status_code == 200
+    assert "tea" not in other.json()["answer"]
+    assert other.json()["memories_used"] == []
+    own_calls = other.json()["usage"]["by_model"]["engram-offline-1"]["calls"]
+    assert (await other_api.get("/v1/usage", user_id="u")).json()["total"]["calls"] == own_calls
+    assert (await api.get("/v1/usage", user_id="u")).json()["total"]["calls"] == 2  # tool call, then answer
