@@ -1,0 +1,1 @@
+"""Speed and scale benchmark: `python -m bench.perf` (see __main__.py)."""

@@ -1,0 +1,112 @@
+"""The service over HTTP: a uvicorn subprocess on loopback, sequential probes and concurrent load."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import psutil
+
+
+@dataclass
+class Server:
+    base: str
+    process: subprocess.Popen[bytes]
+    peak_rss: int = 0
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def sample_rss(self) -> None:
+        proc = psutil.Process(self.process.pid)
+        while not self._stop.is_set():
+            try:
+                self.peak_rss = max(self.peak_rss, proc.memory_info().rss)
+            except psutil.Error:
+                return
+            time.sleep(0.1)
+
+
+@contextmanager
+def serve(owner_url: str, app_url: str, extra_env: dict[str, str] | None = None) -> Iterator[Server]:
+    """uvicorn with the app factory; one worker, like a single replica."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = os.environ | {"DATABASE_URL": owner_url, "APP_DATABASE_URL": app_url, "ENGRAM_EMBEDDER": "hash"}
+    env |= {"ENGRAM_LOG_LEVEL": "WARNING", "ENGRAM_DB_POOL_SIZE": "20", "ENGRAM_DB_MAX_OVERFLOW": "50"}
+    env |= extra_env or {}
+    cmd = [sys.executable, "-m", "uvicorn", "--factory", "app.asgi:app_factory", "--port", str(port)]
+    process = subprocess.Popen([*cmd, "--log-level", "warning", "--no-access-log"], env=env)
+    server = Server(f"http://127.0.0.1:{port}", process)
+    for _ in range(300):
+        try:
+            if httpx.get(f"{server.base}/health", timeout=1).status_code == 200:
+                break
+        except httpx.TransportError:
+            time.sleep(0.1)
+    sampler = threading.Thread(target=server.sample_rss, daemon=True)
+    sampler.start()
+    try:
+        yield server
+    finally:
+        server._stop.set()
+        process.terminate()
+        process.wait(timeout=30)
+
+
+@dataclass
+class LoadResult:
+    clients: int
+    requests: int
+    errors: int
+    seconds: float
+    latencies_ms: list[float]
+
+    @property
+    def rps(self) -> float:
+        return self.requests / self.seconds if self.seconds else 0.0
+
+
+async def load(
+    base: str,
+    key: str,
+    clients: int,
+    seconds: float,
+    make_request: Callable[[int], tuple[str, dict[str, Any]]],
+) -> LoadResult:
+    """`clients` workers send requests back to back for `seconds`; non-2xx and transport errors count."""
+    latencies: list[float] = []
+    errors = 0
+    deadline = time.perf_counter() + seconds
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    headers = {"Authorization": f"Bearer {key}"}
+    async with httpx.AsyncClient(base_url=base, headers=headers, limits=limits, timeout=60) as client:
+
+        async def worker(worker_id: int) -> None:
+            nonlocal errors
+            i = 0
+            while time.perf_counter() < deadline:
+                path, body = make_request(worker_id * 1_000_000 + i)
+                started = time.perf_counter()
+                try:
+                    response = await client.post(path, json=body)
+                    if response.status_code >= 300:
+                        errors += 1
+                except httpx.HTTPError:
+                    errors += 1
+                latencies.append((time.perf_counter() - started) * 1000)
+                i += 1
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker(w) for w in range(clients)))
+        elapsed = time.perf_counter() - started
+    return LoadResult(clients, len(latencies), errors, elapsed, latencies)

@@ -1,0 +1,126 @@
+"""Latency probes: the raw SQL floor, the service in-process, exactness against brute force."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+
+import asyncpg
+from pgvector.asyncpg import register_vector
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
+
+from app.db.session import set_tenant
+from app.embeddings.hashing import HashEmbedder
+from app.lib.clock import SystemClock
+from app.lib.settings import Settings
+from app.lib.tokens import TokenCounter
+from app.memory.context import MemoryDeps
+from app.memory.models import RecallInput, RememberInput
+from app.memory.repository import MemoryRepository, Scope, or_tsquery
+from app.memory.service import MemoryService
+from app.tenancy.types import TenantId
+from bench.perf.data import Scope as DataScope
+
+SCOPE = "tenant_id = $1 AND user_id = $2 AND status IN ('active', 'pinned') AND project_id IS NULL"
+EXACT = f"SELECT id FROM memories WHERE {SCOPE} AND embed_model = $3 ORDER BY embedding <=> $4 LIMIT $5"
+
+
+def hnsw_sql(model: str, dim: int) -> str:
+    return (
+        f"SELECT id FROM memories WHERE {SCOPE} AND embed_model = '{model}' "
+        f"ORDER BY embedding::vector({dim}) <=> $4::vector({dim}) LIMIT $5"
+    )
+
+
+@dataclass
+class Probe:
+    scope: DataScope
+    query: str
+
+
+class Floor:
+    """The same scoped top-k cosine query, sent directly with asyncpg as the service's role."""
+
+    def __init__(self, conn: asyncpg.Connection, embedder: HashEmbedder, exact_max: int, k: int) -> None:
+        self.conn, self.embedder, self.exact_max, self.k = conn, embedder, exact_max, k
+
+    @classmethod
+    async def connect(cls, dsn: str, embedder: HashEmbedder, exact_max: int, k: int) -> Floor:
+        conn = await asyncpg.connect(dsn)
+        await register_vector(conn)
+        return cls(conn, embedder, exact_max, k)
+
+    async def run(self, probe: Probe, *, exact: bool | None = None) -> tuple[float, list[uuid.UUID]]:
+        """(milliseconds of the query alone, ids). `exact` forces the brute-force plan."""
+        vector = self.embedder.embed_text(probe.query)
+        use_exact = probe.scope.size <= self.exact_max if exact is None else exact
+        async with self.conn.transaction():
+            await self.conn.execute("SELECT set_config('app.tenant_id', $1, true)", str(probe.scope.tenant))
+            if not use_exact:
+                await self.conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+            sql = EXACT if use_exact else hnsw_sql(self.embedder.name, self.embedder.dim)
+            args = (probe.scope.tenant, probe.scope.user_id)
+            started = time.perf_counter()
+            if use_exact:
+                rows = await self.conn.fetch(sql, *args, self.embedder.name, vector, self.k)
+            else:
+                rows = await self.conn.fetch(sql, *args, vector, self.k)
+            elapsed = (time.perf_counter() - started) * 1000
+        return elapsed, [r["id"] for r in rows]
+
+    async def close(self) -> None:
+        await self.conn.close()
+
+
+class InProcess:
+    """The service code a request runs: one transaction per call, tenant bound, reinforce included."""
+
+    def __init__(self, engine: AsyncEngine, settings: Settings, embedder: HashEmbedder) -> None:
+        self.maker = async_sessionmaker(engine, expire_on_commit=False)
+        self.settings, self.embedder, self.counter = settings, embedder, TokenCounter()
+
+    def _service(self, session: object, tenant: TenantId) -> MemoryService:
+        repo = MemoryRepository(session, tenant)  # type: ignore[arg-type]
+        return MemoryService(MemoryDeps(repo, self.embedder, self.settings, self.counter, SystemClock()))
+
+    async def recall(self, probe: Probe) -> float:
+        tenant = TenantId(probe.scope.tenant)
+        started = time.perf_counter()
+        async with self.maker() as session, session.begin():
+            await set_tenant(session, tenant)
+            await self._service(session, tenant).recall(
+                RecallInput(user_id=probe.scope.user_id, query=probe.query)
+            )
+        return (time.perf_counter() - started) * 1000
+
+    async def semantic_candidates(self, probe: Probe, k: int) -> list[uuid.UUID]:
+        """The cosine half of recall's candidates, as recall's own plan choice returns them."""
+        tenant = TenantId(probe.scope.tenant)
+        async with self.maker() as session, session.begin():
+            await set_tenant(session, tenant)
+            repo = MemoryRepository(session, tenant)
+            scope = Scope(tenant, probe.scope.user_id, None)
+            rows = await repo.candidates(
+                scope,
+                embedding=self.embedder.embed_text(probe.query),
+                embed_model=self.embedder.name,
+                dim=self.embedder.dim,
+                tsquery=or_tsquery(probe.query),
+                k=k,
+                now=SystemClock().now(),
+                use_index=probe.scope.size > self.settings.exact_scan_max_rows,
+            )
+        ranked = sorted((r for r in rows if r.cosine is not None), key=lambda r: -(r.cosine or 0.0))
+        return [r.memory.id for r in ranked[:k]]
+
+    async def remember(self, scope: DataScope, items: list[str]) -> float:
+        """Seconds to write `items` in one request (a batch when there are several)."""
+        tenant = TenantId(scope.tenant)
+        started = time.perf_counter()
+        async with self.maker() as session, session.begin():
+            await set_tenant(session, tenant)
+            await self._service(session, tenant).remember_many(
+                [RememberInput(user_id=scope.user_id, content=c, source="import") for c in items]
+            )
+        return time.perf_counter() - started

@@ -1,0 +1,78 @@
+"""Markdown table and PNG plot for the speed benchmark."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}x" if b else "n/a"
+
+
+def render(payload: dict[str, Any], bench_dir: Path) -> str:
+    lines = [
+        f"Machine: {payload['machine']['cpus']} cores, Python {payload['machine']['python']}, "
+        f"{payload['machine']['when']}",
+        "",
+        "| dataset | largest scope | floor p50/p95 ms | in-process p50/p95 ms | HTTP p50/p95 ms | "
+        "in-proc/floor p95 | HTTP/floor p95 | exactness mean (min) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for d in payload["datasets"]:
+        f, i, h = d["floor_ms"], d["in_process_ms"], d["http_ms"]
+        lines.append(
+            f"| {d['spec']['name']} | {d['largest_scope']} | {f['p50']} / {f['p95']} | {i['p50']} / {i['p95']} | "
+            f"{h['p50']} / {h['p95']} | {_ratio(i['p95'], f['p95'])} | {_ratio(h['p95'], f['p95'])} | "
+            f"{d['exactness']['mean']} ({d['exactness']['min']}) |"
+        )
+    lines += [
+        "",
+        "| dataset | COPY rows/s | batch import rows/s | batch/COPY | single remember rows/s |",
+        "|---|---|---|---|---|",
+    ]
+    for d in payload["datasets"]:
+        w = d["writes"]
+        lines.append(
+            f"| {d['spec']['name']} | {d['copy_rows_per_s']} | {w['batch_rows_per_s']} | "
+            f"{w['batch_rows_per_s'] / d['copy_rows_per_s']:.0%} | {w['single_rows_per_s']} |"
+        )
+    lines += [
+        "",
+        "| dataset | load | clients | req/s | p50 ms | p99 ms | errors |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for d in payload["datasets"]:
+        for key, v in d.items():
+            if key.startswith("load_"):
+                kind = key.split("_")[1]
+                lines.append(
+                    f"| {d['spec']['name']} | {kind} | {v['clients']} | {v['rps']} | {v['p50']} | {v['p99']} | {v['errors']} |"
+                )
+        lines.append(f"| {d['spec']['name']} | peak RSS | | | | {d['peak_rss_mb']} MB | |")
+    markdown = "\n".join(lines) + "\n"
+    (bench_dir / "summary.md").write_text(markdown)
+    _plot(payload, bench_dir / "recall_latency.png")
+    return markdown
+
+
+def _plot(payload: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [d["spec"]["name"] for d in payload["datasets"]]
+    series = {"raw SQL floor": "floor_ms", "in-process": "in_process_ms", "HTTP": "http_ms"}
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    width = 0.25
+    for offset, (label, key) in enumerate(series.items()):
+        xs = [i + (offset - 1) * width for i in range(len(names))]
+        ax.bar(xs, [d[key]["p95"] for d in payload["datasets"]], width, label=f"{label} p95")
+    ax.set_xticks(range(len(names)), names)
+    ax.set_ylabel("recall latency p95 (ms)")
+    ax.set_title("Recall latency against the raw SQL floor (hash embedder)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
