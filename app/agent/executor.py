@@ -14,6 +14,7 @@ from typing import Any
 from app.agent.providers.base import ToolCall
 from app.agent.tools import ForgetArgs, RecallArgs, RememberArgs, ToolArgumentError, parse_arguments
 from app.lib.errors import EngramError
+from app.memory.corrections import supersede_mentioned
 from app.memory.models import RecallInput, RememberInput
 from app.memory.service import MemoryService
 from app.memory.types import Source
@@ -91,6 +92,11 @@ class ToolExecutor:
             results = await self.memory.remember_many(items)
         except EngramError as exc:
             return {c.id: ToolOutcome(c, {"tool": "remember", "error": exc.detail}, []) for c in calls}
+        for a, r in zip(args, results, strict=True):
+            if a.replaces and r.action != "deduplicated" and not r.superseded:
+                old = await supersede_mentioned(self.memory.deps, r.memory, a.replaces, self.memory.actor)
+                if old is not None:
+                    r.superseded.append(old.id)
         return {
             call.id: ToolOutcome(
                 call,
@@ -147,8 +153,10 @@ class ToolExecutor:
                     user_id=user, query=args.description, project_id=self.ctx.project_id, token_budget=512
                 )
             )
-            if recalled.memories:
-                top = recalled.memories[0].memory.id
+            # Only a memory that shares a word with the description: never the nearest unrelated one.
+            hits = [m for m in recalled.memories if m.components.get("keyword", 0.0) > 0]
+            if hits:
+                top = hits[0].memory.id
                 forgotten = await self.memory.forget(user, memory_id=top, reason="forgotten by the agent")
         return {"forgotten": [str(i) for i in forgotten], "description": args.description or args.subject}, []
 

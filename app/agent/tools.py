@@ -29,6 +29,10 @@ TOOLS: list[Tool] = [
                     "type": {"type": "string", "enum": TYPES},
                     "subject": {"type": "string", "description": "The attribute this fact is about."},
                     "importance": {"type": "number", "minimum": 0, "maximum": 1},
+                    "replaces": {
+                        "type": "string",
+                        "description": "For a correction: the old value this replaces (e.g. 'matcha').",
+                    },
                     "project_id": {"type": "string"},
                 },
                 "required": ["content", "type"],
@@ -79,6 +83,7 @@ class RememberArgs(msgspec.Struct, kw_only=True):
     type: str = "fact"
     subject: Short | None = None
     importance: Unit = 0.5
+    replaces: Short | None = None
     project_id: Short | None = None
 
 

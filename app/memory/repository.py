@@ -381,3 +381,22 @@ class MemoryRepository:
     async def mark_status(self, memory: Memory, status: MemoryStatus, now: datetime) -> None:
         memory.status = status
         memory.updated_at = now
+
+    async def live_mentioning(
+        self, user_id: str, text: str, *, exclude: uuid.UUID, limit: int = 5
+    ) -> list[Memory]:
+        """Live memories of a user whose content contains `text` (case-insensitive), newest first."""
+        escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        query = (
+            select(Memory)
+            .where(
+                Memory.tenant_id == self.tenant,
+                Memory.user_id == user_id,
+                Memory.status.in_(LIVE_STATUSES),
+                Memory.id != exclude,
+                Memory.content.ilike(f"%{escaped}%", escape="\\"),
+            )
+            .order_by(Memory.valid_from.desc())
+            .limit(limit)
+        )
+        return list((await self.session.scalars(query)).all())

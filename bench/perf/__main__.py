@@ -29,7 +29,7 @@ from app.embeddings.hashing import HashEmbedder
 from app.lib.settings import Settings
 from app.tenancy import admin
 from bench.common import bench_database, machine, percentiles, write_results
-from bench.perf.data import Scope, TextGenerator, copy_rows, layout
+from bench.perf.data import Scope, TextGenerator, bulk_load, copy_floor, layout
 from bench.perf.http import load, serve
 from bench.perf.measure import Floor, InProcess, Probe
 from bench.perf.report import render
@@ -138,9 +138,12 @@ async def http_section(
 async def measure_spec(spec: Spec, args: argparse.Namespace, owner_url: str, app_url: str) -> dict[str, Any]:
     settings = Settings(embedder="hash")
     scopes = layout(spec.total, spec.tenants, spec.users)
-    copy_rps = await copy_rows(to_asyncpg_dsn(owner_url), scopes, TextGenerator(), HashEmbedder())
+    owner_dsn = to_asyncpg_dsn(owner_url)
+    build_s = await bulk_load(owner_dsn, scopes, TextGenerator(), HashEmbedder())
     probes = probes_for(scopes, TextGenerator(seed=21), args.queries)
+    copy_rps = await copy_floor(owner_dsn, probes[0].scope, TextGenerator(seed=31), HashEmbedder(), 2000)
     result: dict[str, Any] = {"spec": spec.__dict__, "copy_rows_per_s": round(copy_rps, 1)}
+    result["hnsw_build_s"] = round(build_s, 1)
     result["largest_scope"] = max(s.size for s in scopes)
     result |= await latency_section(owner_url, app_url, probes, settings)
     result |= await http_section(owner_url, app_url, probes, args.clients, args.load_seconds)

@@ -29,7 +29,7 @@ EXACT = f"SELECT id FROM memories WHERE {SCOPE} AND embed_model = $3 ORDER BY em
 def hnsw_sql(model: str, dim: int) -> str:
     return (
         f"SELECT id FROM memories WHERE {SCOPE} AND embed_model = '{model}' "
-        f"ORDER BY embedding::vector({dim}) <=> $4::vector({dim}) LIMIT $5"
+        f"ORDER BY embedding::vector({dim}) <=> $3::vector({dim}) LIMIT $4"
     )
 
 

@@ -106,3 +106,26 @@ async def test_chat_and_extract_are_tenant_scoped(api: Api, other_api: Api) -> N
     own_calls = other.json()["usage"]["by_model"]["engram-offline-1"]["calls"]
     assert (await other_api.get("/v1/usage", user_id="u")).json()["total"]["calls"] == own_calls
     assert (await api.get("/v1/usage", user_id="u")).json()["total"]["calls"] == 2  # tool call, then answer
+
+
+async def test_a_correction_naming_the_old_value_supersedes_it_even_without_a_shared_slot(api: Api) -> None:
+    await chat(api, "Remember I drink rooibos every evening.", "s1")
+    await chat(api, "Oh wait, I switched from rooibos to chamomile.", "s1")
+    memories = (await api.get("/v1/memories", user_id="u")).json()["items"]
+    rooibos = [m for m in memories if "rooibos" in m["content"].lower()]
+    assert rooibos
+    assert all(m["status"] == "superseded" for m in rooibos)
+    current = await active(api)
+    assert any("chamomile" in m["content"] for m in current)
+    event = (await api.get(f"/v1/memories/{rooibos[0]['id']}/history")).json()["events"][0]
+    assert event["kind"] == "superseded"
+    assert event["details"]["rule"] == "model"
+
+
+async def test_forgetting_something_never_stored_forgets_nothing_else(api: Api) -> None:
+    await chat(api, "Remember I won a chess tournament in 2023.", "s1")
+    before = await active(api)
+    result = await chat(api, "Forget what you know about my sailing course.", "s2")
+    assert [c["name"] for c in result["tool_calls"]] == ["forget"]
+    assert result["tool_calls"][0]["result"]["forgotten"] == []
+    assert await active(api) == before

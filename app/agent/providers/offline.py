@@ -36,6 +36,8 @@ def plan_tool_calls(analysis: Analysis) -> list[ToolCall]:
         args = {"content": fact.content, "type": fact.type, "importance": fact.importance}
         if fact.subject:
             args["subject"] = fact.subject
+        if fact.is_correction and fact.previous_value:
+            args["replaces"] = fact.previous_value
         calls.append(_call(len(calls), "remember", args))
     if analysis.question:
         calls.append(_call(len(calls), "recall", {"query": analysis.question}))

@@ -1,0 +1,62 @@
+"""Supersession on the model's word: a correction names the value it replaces ("from matcha to espresso").
+
+When the old fact has no slot in common with the new one, neither exact-slot nor semantic supersession
+can see the link; the model (or the offline rules) can. The replaced memory must mention that value,
+belong to the same user and be live; pinned memories and critical rules still go to a human instead.
+"""
+
+from __future__ import annotations
+
+from app.db.models import Memory
+from app.memory.context import MemoryDeps
+from app.memory.repository import Scope
+from app.memory.types import EventKind, MemoryStatus, MemoryType, ProposalKind, SupersedeRule
+
+MIN_VALUE_CHARS = 3
+
+
+async def supersede_mentioned(
+    deps: MemoryDeps, new: Memory, previous_value: str, actor: str
+) -> Memory | None:
+    """Retire the newest live memory that mentions `previous_value`; returns it (or None)."""
+    value = previous_value.strip()
+    if len(value) < MIN_VALUE_CHARS or value.lower() in new.content.lower():
+        return None  # too vague, or the new fact still states the old value: not a replacement
+    candidates = await deps.repo.live_mentioning(new.user_id, value, exclude=new.id)
+    old = next((m for m in candidates if m.project_id in (None, new.project_id)), None)
+    if old is None:
+        return None
+    if old.status == MemoryStatus.PINNED or old.type == MemoryType.CRITICAL_RULE:
+        deps.repo.add_proposal(
+            scope=Scope(deps.repo.tenant, new.user_id, new.project_id),
+            kind=ProposalKind.SUPERSEDE,
+            target_ids=[old.id, new.id],
+            payload={"superseded": str(old.id), "successor": str(new.id), "rule": SupersedeRule.MODEL},
+            rationale=f"the model says this replaces '{value}', but that memory is pinned or a critical rule",
+            model=new.source_model,
+        )
+        await deps.repo.flush()
+        return None
+    now = deps.clock.now()
+    old.status = MemoryStatus.SUPERSEDED
+    old.superseded_by = new.id
+    old.valid_to = new.valid_from
+    old.updated_at = now
+    if new.supersedes is None:
+        new.supersedes = old.id
+    deps.repo.add_event(
+        memory_id=old.id,
+        user_id=old.user_id,
+        project_id=old.project_id,
+        kind=EventKind.SUPERSEDED,
+        actor=actor,
+        reason=f"{SupersedeRule.MODEL}: a correction replaced '{value}'",
+        details={
+            "successor": str(new.id),
+            "rule": SupersedeRule.MODEL,
+            "cosine": None,
+            "model": new.source_model,
+        },
+    )
+    await deps.repo.flush()
+    return old
