@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import Float, Select, and_, cast, func, literal_column, or_, select, text, update
+from sqlalchemy import Float, Select, and_, cast, func, literal_column, or_, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import DreamProposal, Memory, MemoryEvent
@@ -58,6 +58,16 @@ class MemoryRepository:
     def __init__(self, session: AsyncSession, tenant: TenantId) -> None:
         self.session = session
         self.tenant = tenant
+
+    async def _hnsw_settings(self, ef_search: int = 100) -> None:
+        """Filtered HNSW keeps scanning until enough rows pass the scope filter (pgvector 0.8)."""
+        await self.session.execute(
+            text(
+                "SELECT set_config('hnsw.iterative_scan', 'strict_order', true), "
+                "set_config('hnsw.ef_search', :ef, true)"
+            ),
+            {"ef": str(ef_search)},
+        )
 
     # -- locks and lookups on the write path ---------------------------------------------------
     async def lock(self, key: str) -> None:
@@ -113,7 +123,7 @@ class MemoryRepository:
                 text(f"CAST(:qvec AS vector({dim}))")
             )
             model_condition = Memory.embed_model == literal_column("'" + embed_model.replace("'", "''") + "'")
-            await self.session.execute(text("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)"))
+            await self._hnsw_settings()
         conditions = [*self._live_in_scope(scope), Memory.type == mtype, model_condition]
         if subject is not None:
             conditions.append(or_(Memory.subject.is_(None), Memory.subject == subject))
@@ -182,14 +192,22 @@ class MemoryRepository:
         return proposal
 
     async def reinforce(self, ids: Sequence[uuid.UUID], now: datetime) -> None:
-        """One statement for every memory that made it into a context."""
+        """One statement for every memory that made it into a context.
+
+        Best effort by design: rows another transaction holds are skipped (SKIP LOCKED), so concurrent
+        recalls of the same memories never wait on each other or deadlock; an access count may then
+        miss an increment, which is all reinforcement is.
+        """
         if not ids:
             return
         await self.session.execute(
-            update(Memory)
-            .where(Memory.tenant_id == self.tenant, Memory.id.in_(list(ids)))
-            .values(access_count=Memory.access_count + 1, last_accessed_at=now)
-            .execution_options(synchronize_session=False)
+            text(
+                """UPDATE memories m SET access_count = m.access_count + 1, last_accessed_at = :now
+                   FROM (SELECT tenant_id, id FROM memories WHERE tenant_id = :tenant AND id = ANY(:ids)
+                         ORDER BY id FOR UPDATE SKIP LOCKED) locked
+                   WHERE m.tenant_id = locked.tenant_id AND m.id = locked.id"""
+            ),
+            {"now": now, "tenant": self.tenant, "ids": list(ids)},
         )
 
     # -- reads --------------------------------------------------------------------------------------
@@ -229,7 +247,7 @@ class MemoryRepository:
             model_lit = embed_model.replace("'", "''")
             distance = f"(embedding::vector({int(dim)}) <=> CAST(:qvec AS vector({int(dim)})))"
             model_filter = f"embed_model = '{model_lit}'"
-            await self.session.execute(text("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)"))
+            await self._hnsw_settings()
         else:
             # Not the indexed expression: the planner scans the scope's rows exactly.
             distance = "(embedding <=> CAST(:qvec AS vector))"
