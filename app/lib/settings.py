@@ -98,10 +98,14 @@ class Settings(BaseSettings):
     # Memory engine.
     max_content_chars: int = 8000
     max_body_bytes: int = 1024 * 1024
+    max_import_bytes: int = 64 * 1024 * 1024  # POST /v1/import only: an export carries embeddings
+    reembed_batch_size: int = 256  # rows per embedding call (and per commit in `engram reembed`)
     default_token_budget: int = 1024
     candidate_k: int = 50
+    keyword_max_matches: int = 1000  # full-text matches ranked per recall (bounds broad OR queries)
     exact_scan_max_rows: int = 5000  # above this many live rows in scope, HNSW with iterative scan
     hnsw_ef_search: int = 100
+    hnsw_min_share: float = 0.02  # HNSW only when the scope is at least this share of the table
     min_relevance: float | None = None  # None: the embedder's own floor
     keyword_saturation: float = 0.1
     recency_half_life_days: float = 30.0
@@ -110,6 +114,15 @@ class Settings(BaseSettings):
     half_lives: dict[str, float | None] = Field(default_factory=lambda: dict(DEFAULT_HALF_LIVES))
     type_priors: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_TYPE_PRIORS))
     weights: ScoringWeights = Field(default_factory=ScoringWeights)
+
+    # Lifecycle (sweep) and dreaming.
+    maintenance_interval_s: float = Field(default=0.0, ge=0)  # 0: no periodic sweep in the service
+    archive_after_days: float = Field(default=90.0, ge=0)  # cold: unused this long (0: never archive)
+    archive_importance_below: float = Field(default=0.3, ge=0, le=1)  # ... and less important than this
+    dream_max_memories: int = Field(default=300, ge=1)  # most recent live memories a dream looks at
+    dream_merge_min_cosine: float | None = None  # None: the embedder's review threshold
+    dream_forget_importance_below: float = Field(default=0.3, ge=0, le=1)
+    dream_forget_decayed_below: float = Field(default=0.05, ge=0, le=1)  # decayed salience floor
 
     # Agent loop.
     agent_max_turns: int = 4

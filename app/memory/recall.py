@@ -11,6 +11,7 @@ from app.lib.errors import ValidationFailed
 from app.memory.context import MemoryDeps
 from app.memory.models import RecalledMemory, RecallInput, RecallResult, SkippedMemory
 from app.memory.packing import PackItem, pack
+from app.memory.plan import PlanInput, use_hnsw
 from app.memory.repository import Scope, or_tsquery
 from app.memory.scoring import ScoreInput, score
 from app.memory.types import MemoryStatus, MemoryType
@@ -58,8 +59,8 @@ class Recaller:
         mark = time.perf_counter()
         now = deps.clock.now()
         scope = Scope(deps.repo.tenant, request.user_id, request.project_id)
-        size = await deps.repo.scope_size(scope, now, settings.exact_scan_max_rows + 1)
-        use_index = size > settings.exact_scan_max_rows
+        size, table = await deps.repo.scope_size(scope, now, settings.exact_scan_max_rows + 1)
+        use_index = use_hnsw(PlanInput(size, table, settings.exact_scan_max_rows, settings.hnsw_min_share))
         rows = await deps.repo.candidates(
             scope,
             embedding=vector,
@@ -69,6 +70,7 @@ class Recaller:
             k=settings.candidate_k,
             now=now,
             use_index=use_index,
+            keyword_cap=settings.keyword_max_matches,
         )
         latency["sql"] = _ms(mark)
 

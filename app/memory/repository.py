@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import Float, Select, and_, cast, func, literal_column, or_, select, text
+from sqlalchemy import Float, Select, and_, cast, column, func, literal_column, or_, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import DreamProposal, Memory, MemoryEvent
@@ -45,6 +45,14 @@ class CandidateRow:
     cosine: float | None
     keyword_rank: float
 
+
+# Every column the API shows (no embedding, no tsvector): what recall loads for its candidates.
+_MEMORY_COLUMNS = (
+    "tenant_id", "id", "user_id", "project_id", "session_id", "type", "subject", "content", "summary",
+    "status", "importance", "salience", "confidence", "privacy", "tags", "created_at", "updated_at",
+    "valid_from", "valid_to", "expires_at", "last_accessed_at", "access_count", "supersedes",
+    "superseded_by", "source", "source_model", "source_message_id", "embed_model", "content_hash",
+)  # fmt: skip
 
 _SCOPE_SQL = """
     tenant_id = :tenant AND user_id = :user_id AND status IN ('active', 'pinned')
@@ -223,11 +231,15 @@ class MemoryRepository:
         query = select(Memory).where(Memory.tenant_id == self.tenant, Memory.id.in_(list(ids)))
         return list((await self.session.scalars(query)).all())
 
-    async def scope_size(self, scope: Scope, now: datetime, cap: int) -> int:
-        """Live rows in scope, counted up to `cap` (enough to choose a plan, bounded in cost)."""
-        sql = text(f"SELECT count(*) FROM (SELECT 1 FROM memories WHERE {_SCOPE_SQL} LIMIT :cap) s")
+    async def scope_size(self, scope: Scope, now: datetime, cap: int) -> tuple[int, float]:
+        """(live rows in scope counted up to `cap`, the planner's estimate of the table's rows)."""
+        sql = text(
+            f"""SELECT (SELECT count(*) FROM (SELECT 1 FROM memories WHERE {_SCOPE_SQL} LIMIT :cap) s) AS n,
+                       (SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass) AS total"""
+        )
         params = {"tenant": self.tenant, "user_id": scope.user_id, "project_id": scope.project_id}
-        return int((await self.session.execute(sql, {**params, "now": now, "cap": cap})).scalar_one())
+        row = (await self.session.execute(sql, {**params, "now": now, "cap": cap})).one()
+        return int(row.n), float(row.total)
 
     async def candidates(
         self,
@@ -240,6 +252,7 @@ class MemoryRepository:
         k: int,
         now: datetime,
         use_index: bool,
+        keyword_cap: int = 2000,
     ) -> list[CandidateRow]:
         """Top-k by cosine, top-k by full-text rank, plus pinned and critical memories, with raw scores."""
         if use_index:
@@ -252,13 +265,17 @@ class MemoryRepository:
             # Not the indexed expression: the planner scans the scope's rows exactly.
             distance = "(embedding <=> CAST(:qvec AS vector))"
             model_filter = "embed_model = :embed_model"
+        # Ranking every match of a broad OR query is the expensive part on large scopes; only the
+        # first `keyword_max_matches` matches are ranked (a query that broad ranks poorly anyway).
         keyword = (
             f"""SELECT id, ts_rank_cd(content_tsv, q) AS rank
-                FROM memories, to_tsquery('english', :tsq) q
-                WHERE {_SCOPE_SQL} AND content_tsv @@ q ORDER BY rank DESC LIMIT :k"""
+                FROM (SELECT id, content_tsv, q FROM memories, to_tsquery('english', :tsq) q
+                      WHERE {_SCOPE_SQL} AND content_tsv @@ q LIMIT :kw_cap) matched
+                ORDER BY rank DESC LIMIT :k"""
             if tsquery
             else "SELECT NULL::uuid AS id, 0.0::real AS rank WHERE false"
         )
+        columns = ", ".join(f"m.{c}" for c in _MEMORY_COLUMNS)
         sql = text(
             f"""WITH sem AS (
                     SELECT id FROM memories
@@ -269,12 +286,14 @@ class MemoryRepository:
                     SELECT id FROM memories
                     WHERE {_SCOPE_SQL} AND (status = 'pinned' OR type = 'critical_rule') LIMIT :k
                 ), ids AS (SELECT id FROM sem UNION SELECT id FROM kw UNION SELECT id FROM always)
-                SELECT ids.id,
+                SELECT {columns},
                        CASE WHEN m.embed_model = :embed_model AND m.embedding IS NOT NULL
                             THEN 1 - (m.embedding <=> CAST(:qvec AS vector)) END AS cosine,
                        coalesce(kw.rank, 0) AS rank
                 FROM ids JOIN memories m ON m.tenant_id = :tenant AND m.id = ids.id
                 LEFT JOIN kw ON kw.id = ids.id"""
+        ).columns(
+            *(Memory.__table__.c[c] for c in _MEMORY_COLUMNS), column("cosine", Float), column("rank", Float)
         )
         params: dict[str, Any] = {
             "tenant": self.tenant,
@@ -284,15 +303,16 @@ class MemoryRepository:
             "qvec": vector_literal(embedding),
             "embed_model": embed_model,
             "k": k,
+            "kw_cap": keyword_cap,
         }
         if tsquery:
             params["tsq"] = tsquery
-        rows = (await self.session.execute(sql, params)).all()
-        memories = {m.id: m for m in await self.get_many([r.id for r in rows])}
+        # One round trip: the ORM builds Memory objects straight from the candidate rows.
+        query = select(Memory, sql.selected_columns.cosine, sql.selected_columns.rank).from_statement(sql)
+        rows = (await self.session.execute(query, params)).all()
         return [
-            CandidateRow(memories[r.id], None if r.cosine is None else float(r.cosine), float(r.rank))
-            for r in rows
-            if r.id in memories
+            CandidateRow(memory, None if cosine is None else float(cosine), float(rank or 0.0))
+            for memory, cosine, rank in rows
         ]
 
     def list_query(

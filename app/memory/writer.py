@@ -13,7 +13,10 @@ from app.lib.errors import ValidationFailed
 from app.lib.redaction import redact
 from app.lib.validation import check_time
 from app.memory.context import MemoryDeps
+from app.memory.deadlines import deadline_expiry
+from app.memory.fingerprint import fingerprints
 from app.memory.models import RememberInput, RememberResult
+from app.memory.plan import PlanInput, use_hnsw
 from app.memory.repository import Scope
 from app.memory.slots import content_hash, hash_lock_key, normalise_subject, slot_lock_key
 from app.memory.supersession import Action, Decision, Existing, decide_semantic, decide_slot
@@ -66,6 +69,8 @@ def _expiry(item: RememberInput, now: datetime, temporary_ttl: int) -> datetime 
         return now + timedelta(seconds=item.ttl_seconds)
     if item.type == MemoryType.TEMPORARY:
         return now + timedelta(seconds=temporary_ttl)
+    if item.type == MemoryType.DEADLINE:
+        return deadline_expiry(item.content, item.observed_at or now)
     return None
 
 
@@ -80,9 +85,10 @@ class MemoryWriter:
     async def _large(self, scope: Scope) -> bool:
         """Whether the scope is past the exact-scan limit (asked once per scope and batch)."""
         if scope not in self._scope_sizes:
-            cap = self.deps.settings.exact_scan_max_rows
-            size = await self.repo.scope_size(scope, self.deps.clock.now(), cap + 1)
-            self._scope_sizes[scope] = size > cap
+            settings = self.deps.settings
+            cap = settings.exact_scan_max_rows
+            size, table = await self.repo.scope_size(scope, self.deps.clock.now(), cap + 1)
+            self._scope_sizes[scope] = use_hnsw(PlanInput(size, table, cap, settings.hnsw_min_share))
         return self._scope_sizes[scope]
 
     def _prepare(self, item: RememberInput, now: datetime) -> _Prepared:
@@ -181,6 +187,7 @@ class MemoryWriter:
                     "rule": decision.rule,
                     "cosine": decision.cosine,
                     "protected": old.status == MemoryStatus.PINNED or old.type == MemoryType.CRITICAL_RULE,
+                    "fingerprint": fingerprints([old, memory]),
                 },
                 rationale=_proposal_rationale(old, decision),
                 model=None,
@@ -189,6 +196,28 @@ class MemoryWriter:
         await self.repo.flush()
         action = "superseded" if superseded else "created"
         return RememberResult(memory, action, superseded, proposals, p.redacted)
+
+    async def create_without_decision(self, item: RememberInput, actor: str, reason: str) -> Memory:
+        """Insert one memory as is, under its slot lock: an approved dream merge (no supersession rule)."""
+        _check(item, None, self.deps.settings.max_content_chars)
+        now = self.deps.clock.now()
+        p = self._prepare(item, now)
+        [vector] = await self.deps.embedder.embed([p.content])
+        await self.repo.lock(p.lock_key)
+        memory = self._new_memory(p, vector, now)
+        self.repo.add(memory)
+        details = {"type": item.type, "subject": p.subject, "source": item.source}
+        self.repo.add_event(
+            memory_id=memory.id,
+            user_id=item.user_id,
+            project_id=item.project_id,
+            kind=EventKind.CREATED,
+            actor=actor,
+            reason=reason,
+            details=details,
+        )
+        await self.repo.flush()
+        return memory
 
     def _new_memory(self, p: _Prepared, vector: list[float], now: datetime) -> Memory:
         item = p.item

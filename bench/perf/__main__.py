@@ -71,11 +71,12 @@ async def latency_section(
     service = InProcess(engine, settings, embedder)
     floor_ms, local_ms, overlaps = [], [], []
     for probe in tqdm(probes, desc="floor / in-process / exactness", leave=False):
-        ms, _ = await floor.run(probe)
+        hnsw = await service.uses_index(probe)
+        ms, _ = await floor.run(probe, exact=not hnsw)
         floor_ms.append(ms)
         local_ms.append(await service.recall(probe))
         _, exact_ids = await floor.run(probe, exact=True)
-        got = set(await service.semantic_candidates(probe, k))
+        got = set(await service.semantic_candidates(probe, k, hnsw))
         overlaps.append(len(got & set(exact_ids)) / len(exact_ids) if exact_ids else 1.0)
     writes = await write_section(service, probes[0].scope)
     await floor.close()

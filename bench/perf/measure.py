@@ -17,6 +17,7 @@ from app.lib.settings import Settings
 from app.lib.tokens import TokenCounter
 from app.memory.context import MemoryDeps
 from app.memory.models import RecallInput, RememberInput
+from app.memory.plan import PlanInput, use_hnsw
 from app.memory.repository import MemoryRepository, Scope, or_tsquery
 from app.memory.service import MemoryService
 from app.tenancy.types import TenantId
@@ -94,7 +95,19 @@ class InProcess:
             )
         return (time.perf_counter() - started) * 1000
 
-    async def semantic_candidates(self, probe: Probe, k: int) -> list[uuid.UUID]:
+    async def uses_index(self, probe: Probe) -> bool:
+        """The plan recall chooses for this scope (so the floor runs the same plan)."""
+        tenant = TenantId(probe.scope.tenant)
+        async with self.maker() as session, session.begin():
+            await set_tenant(session, tenant)
+            repo = MemoryRepository(session, tenant)
+            cap = self.settings.exact_scan_max_rows
+            size, table = await repo.scope_size(
+                Scope(tenant, probe.scope.user_id, None), SystemClock().now(), cap + 1
+            )
+        return use_hnsw(PlanInput(size, table, cap, self.settings.hnsw_min_share))
+
+    async def semantic_candidates(self, probe: Probe, k: int, use_index: bool) -> list[uuid.UUID]:
         """The cosine half of recall's candidates, as recall's own plan choice returns them."""
         tenant = TenantId(probe.scope.tenant)
         async with self.maker() as session, session.begin():
@@ -109,7 +122,7 @@ class InProcess:
                 tsquery=or_tsquery(probe.query),
                 k=k,
                 now=SystemClock().now(),
-                use_index=probe.scope.size > self.settings.exact_scan_max_rows,
+                use_index=use_index,
             )
         ranked = sorted((r for r in rows if r.cosine is not None), key=lambda r: -(r.cosine or 0.0))
         return [r.memory.id for r in ranked[:k]]
