@@ -10,7 +10,8 @@ from __future__ import annotations
 from app.db.models import Memory
 from app.memory.context import MemoryDeps
 from app.memory.repository import Scope
-from app.memory.types import EventKind, MemoryStatus, MemoryType, ProposalKind, SupersedeRule
+from app.memory.retire import retire
+from app.memory.types import MemoryStatus, MemoryType, ProposalKind, SupersedeRule
 
 MIN_VALUE_CHARS = 3
 
@@ -37,26 +38,15 @@ async def supersede_mentioned(
         )
         await deps.repo.flush()
         return None
-    now = deps.clock.now()
-    old.status = MemoryStatus.SUPERSEDED
-    old.superseded_by = new.id
-    old.valid_to = new.valid_from
-    old.updated_at = now
-    if new.supersedes is None:
-        new.supersedes = old.id
-    deps.repo.add_event(
-        memory_id=old.id,
-        user_id=old.user_id,
-        project_id=old.project_id,
-        kind=EventKind.SUPERSEDED,
-        actor=actor,
+    retire(
+        deps.repo,
+        old,
+        new,
+        rule=SupersedeRule.MODEL,
         reason=f"{SupersedeRule.MODEL}: a correction replaced '{value}'",
-        details={
-            "successor": str(new.id),
-            "rule": SupersedeRule.MODEL,
-            "cosine": None,
-            "model": new.source_model,
-        },
+        actor=actor,
+        now=deps.clock.now(),
+        extra={"model": new.source_model},
     )
     await deps.repo.flush()
     return old

@@ -18,6 +18,7 @@ from app.memory.fingerprint import fingerprints
 from app.memory.models import RememberInput, RememberResult
 from app.memory.plan import PlanInput, use_hnsw
 from app.memory.repository import Scope
+from app.memory.retire import retire
 from app.memory.slots import content_hash, hash_lock_key, normalise_subject, slot_lock_key
 from app.memory.supersession import Action, Decision, Existing, decide_semantic, decide_slot
 from app.memory.types import EventKind, MemoryStatus, MemoryType, Privacy, ProposalKind, Source
@@ -252,20 +253,15 @@ class MemoryWriter:
 
     def _supersede(self, old: Memory, new: Memory, decision: Decision, now: datetime, actor: str) -> None:
         """Retire `old` in favour of `new` (nothing is deleted; the chain stays navigable)."""
-        old.status = MemoryStatus.SUPERSEDED
-        old.superseded_by = new.id
-        old.valid_to = new.valid_from
-        old.updated_at = now
-        if new.supersedes is None:
-            new.supersedes = old.id
-        self.repo.add_event(
-            memory_id=old.id,
-            user_id=old.user_id,
-            project_id=old.project_id,
-            kind=EventKind.SUPERSEDED,
-            actor=actor,
+        retire(
+            self.repo,
+            old,
+            new,
+            rule=str(decision.rule),
             reason=_supersede_reason(decision),
-            details={"successor": str(new.id), "rule": decision.rule, "cosine": decision.cosine},
+            actor=actor,
+            now=now,
+            cosine=decision.cosine,
         )
 
     async def _reinforce(self, target: uuid.UUID, p: _Prepared, now: datetime, actor: str) -> RememberResult:
