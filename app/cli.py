@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.bootstrap import ensure_dev_tenant, prepare_database, run_as_owner
 from app.lib.errors import EngramError
 from app.lib.settings import Settings
+from app.portability import cli as portability_cli
 from app.tenancy import admin
 
 
@@ -79,6 +80,17 @@ def _key(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _maintenance(args: argparse.Namespace, settings: Settings) -> int:
+    from app.lib.clock import SystemClock
+    from app.memory.maintenance import run_sweep
+
+    settings = prepare_database(settings).settings
+    for r in run_sweep(settings, SystemClock(), args.tenant or None):
+        state = "busy (another sweep holds it)" if r.busy else f"expired {r.expired}, archived {r.archived}"
+        print(f"{r.tenant:20} {state}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="engram", description="Long-term memory service for LLM agents.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -105,6 +117,12 @@ def build_parser() -> argparse.ArgumentParser:
     kr.add_argument("key")
     for p in (kc, kl, kr):
         p.set_defaults(handler=_key)
+    maintenance = sub.add_parser(
+        "maintenance", help="sweep: expire what is past its time, archive what is cold"
+    )
+    maintenance.add_argument("--tenant", action="append", help="only this tenant (repeatable)")
+    maintenance.set_defaults(handler=_maintenance)
+    portability_cli.register(sub)
     return parser
 
 

@@ -22,10 +22,13 @@ from app.api.deps import (
     provide_transaction,
     provide_usage_repository,
 )
+from app.api.dream import DreamController
 from app.api.errors import EXCEPTION_HANDLERS
 from app.api.health import HealthController
 from app.api.memories import MemoryController, RecallController
 from app.api.middleware import access_log_middleware
+from app.api.portability import PortabilityController, PrivacyController, import_router
+from app.api.timeline import TimelineController
 from app.db.session import create_engine
 from app.db.urls import app_role_url
 from app.embeddings.base import Embedder
@@ -34,6 +37,7 @@ from app.lib.clock import Clock, SystemClock
 from app.lib.logging import configure_logging
 from app.lib.settings import Settings
 from app.lib.tokens import TokenCounter
+from app.memory.maintenance import service_maintenance
 from app.state import Services
 
 APP_ROLE = "engram_app"
@@ -79,9 +83,15 @@ def create_app(
         if owns_chat:
             services.chat = build_chat_provider(settings, services.counter)
         services.offline = OfflineModel(services.counter)
+        maintenance = service_maintenance(settings, services.clock)  # None unless an interval is set
+        app.state.maintenance = maintenance
+        if maintenance is not None:
+            maintenance.start()
         try:
             yield
         finally:
+            if maintenance is not None:
+                await maintenance.stop()
             if owns_embedder and services.embedder is not None:
                 await services.embedder.aclose()
                 services.embedder = None
@@ -98,7 +108,17 @@ def create_app(
         create_all=False,
     )
     return Litestar(
-        route_handlers=[HealthController, MemoryController, RecallController, AgentController],
+        route_handlers=[
+            HealthController,
+            MemoryController,
+            RecallController,
+            AgentController,
+            PortabilityController,
+            PrivacyController,
+            import_router(settings.max_import_bytes),
+            DreamController,
+            TimelineController,
+        ],
         plugins=[SQLAlchemyPlugin(config=db_config)],
         dependencies={
             "transaction": Provide(provide_transaction),

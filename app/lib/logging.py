@@ -10,6 +10,17 @@ import structlog
 from app.lib.redaction import redact_processor
 
 
+class _Stderr:
+    """Whatever `sys.stderr` is when a line is written, not when logging was configured: a stream
+    captured at configure time may be closed by then (pytest's capture, a swapped test sink)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def configure_logging(level: str = "INFO", json: bool = True) -> None:
     """Configure structlog once per process (idempotent)."""
     renderer: structlog.typing.Processor = (
@@ -25,7 +36,7 @@ def configure_logging(level: str = "INFO", json: bool = True) -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=_Stderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=False,
     )
 

@@ -124,6 +124,12 @@ _RULES: tuple[_Rule, ...] = (
         ),
         _always("private_key"),
     ),
+    # Engram's own API keys: egm_<8 hex public prefix>_<secret>. The prefix alone (in key listings and
+    # `engram key revoke egm_1a2b3c4d`) is public and survives.
+    _Rule(
+        re.compile(r"(?<![A-Za-z0-9_])egm_[0-9a-f]{8}_[A-Za-z0-9_-]{20,}"),
+        _always("engram_api_key"),
+    ),
     _Rule(re.compile(r"(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9_-]{20,}"), _always("anthropic_key")),
     _Rule(re.compile(r"(?<![A-Za-z0-9_-])sk-(?P<body>[A-Za-z0-9_-]{20,})"), _classify_sk),
     _Rule(

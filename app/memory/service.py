@@ -8,9 +8,7 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import any_, delete, literal, update
-
-from app.db.models import DreamProposal, Memory, MemoryEvent
+from app.db.models import Memory
 from app.lib.errors import Conflict, NotFound, ValidationFailed
 from app.lib.redaction import redact
 from app.lib.validation import check_time
@@ -22,6 +20,7 @@ from app.memory.scoring import decay
 from app.memory.slots import content_hash, normalise_subject
 from app.memory.types import LIVE_STATUSES, EventKind, MemoryStatus, MemoryType, Privacy
 from app.memory.writer import MemoryWriter
+from app.privacy.erase import Eraser
 
 MAX_PAGE = 500
 PATCHABLE = ("content", "type", "subject", "importance", "confidence", "privacy", "tags", "expires_at")
@@ -179,9 +178,11 @@ class MemoryService:
             await self._check_restorable(memory)
             new_status, kind = MemoryStatus.ACTIVE, EventKind.RESTORED
         if memory.status != new_status:
+            if kind == EventKind.RESTORED and status == MemoryStatus.SUPERSEDED:
+                memory.valid_to = None  # its successor was forgotten: the fact holds again
             memory.status = new_status
             memory.updated_at = now
-            self._event(memory, kind, f"{target} requested by the owner")
+            self._event(memory, kind, f"{target} requested by the owner", {"from": status})
         await self.repo.flush()
         return memory
 
@@ -289,43 +290,10 @@ class MemoryService:
         return out
 
     async def erase_one(self, memory_id: uuid.UUID) -> dict[str, Any]:
-        """Hard erase of one memory: the row, its event details and the proposals naming it."""
-        memory = await self.repo.get(memory_id, for_update=True)
-        if memory is None:
-            raise NotFound(f"memory {memory_id} not found")
-        session, tenant = self.repo.session, self.repo.tenant
-        events = await session.execute(
-            update(MemoryEvent)
-            .where(MemoryEvent.tenant_id == tenant, MemoryEvent.memory_id == memory_id)
-            .values(details={}, reason=None)
-        )
-        proposals = await session.execute(
-            delete(DreamProposal).where(
-                DreamProposal.tenant_id == tenant, literal(memory_id) == any_(DreamProposal.target_ids)
-            )
-        )
-        await session.execute(
-            update(Memory)
-            .where(Memory.tenant_id == tenant, Memory.superseded_by == memory_id)
-            .values(superseded_by=None)
-        )
-        await session.execute(
-            update(Memory)
-            .where(Memory.tenant_id == tenant, Memory.supersedes == memory_id)
-            .values(supersedes=None)
-        )
-        await session.delete(memory)
-        self._event(memory, EventKind.ERASED, "erase requested")
-        await self.repo.flush()
-        return {
-            "user_id": memory.user_id,
-            "project_id": memory.project_id,
-            "memories": 1,
-            "messages": 0,
-            "events": int(getattr(events, "rowcount", 0) or 0),
-            "proposals": int(getattr(proposals, "rowcount", 0) or 0),
-            "usage_events": 0,
-        }
+        """Hard erase of one memory (app.privacy.erase): the row, its source turn, the proposals naming
+        it and its event details; returns the receipt."""
+        receipt = await Eraser(self.repo.session, self.repo.tenant, self.actor).erase_memory(memory_id)
+        return receipt.as_dict()
 
     async def history(self, memory_id: uuid.UUID) -> History:
         """The slot's chain of versions (newest first) and their events."""

@@ -94,3 +94,15 @@ async def revoke_key(session: AsyncSession, prefix_or_id: str) -> int:
 
 async def any_tenant(session: AsyncSession) -> bool:
     return (await session.scalar(select(Tenant.id).limit(1))) is not None
+
+
+async def list_tenants(session: AsyncSession, names: list[str] | None = None) -> list[tuple[TenantId, str]]:
+    """Every tenant (or the named ones) for owner-side maintenance; an unknown name is an error."""
+    query = select(Tenant.id, Tenant.name).order_by(Tenant.name)
+    if names:
+        query = query.where(Tenant.name.in_(names))
+    rows = [(TenantId(tid), name) for tid, name in (await session.execute(query)).all()]
+    missing = sorted(set(names or []) - {name for _, name in rows})
+    if missing:
+        raise NotFound(f"no tenant named {', '.join(repr(n) for n in missing)}")
+    return rows

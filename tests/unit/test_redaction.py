@@ -118,6 +118,10 @@ SECRETS: dict[str, Case] = {
     "npm": Case("npm_token", "npm_" + "Np0" * 12, "publish with {} token"),
     "huggingface": Case("huggingface_token", "hf_" + "HfT0k" * 7, "download with {} from hub"),
     "twilio_api_key": Case("twilio_api_key", "SK" + "0123456789abcdef" * 2, "twilio sid {} created"),
+    "engram_key": Case("engram_api_key", "egm_" + "1a2b3c4d_" + "Zk9_-q" * 7 + "x", "engram key {} works"),
+    "engram_key_bearer": Case(
+        "engram_api_key", "egm_" + "0f0f0f0f_" + "Eg1" * 15, "sent Authorization: Bearer {} upstream"
+    ),
 }
 
 
@@ -175,6 +179,8 @@ HARMLESS: dict[str, str] = {
     "card_last4": "credit card ending in 4242",
     "price": "total $1,234.56 paid",
     "isbn": "ISBN 978-3-16-148410-0 cited",
+    "engram_key_prefix": "revoked egm_1a2b3c4d yesterday",
+    "engram_key_prose": "Engram keys look like egm_<prefix>_<secret>",
     "marker_already": "token: [REDACTED:jwt] and password=[REDACTED:password_assignment]",
 }
 

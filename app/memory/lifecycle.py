@@ -1,0 +1,77 @@
+"""The sweep's decisions as pure functions: which live memory expires, which goes cold (archived)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from app.memory.types import LIVE_STATUSES, MemoryStatus, MemoryType
+
+SECONDS_PER_DAY = 86400.0
+
+
+class SweepAction(StrEnum):
+    EXPIRE = "expire"
+    ARCHIVE = "archive"
+
+
+@dataclass(frozen=True, slots=True)
+class SweepPolicy:
+    archive_after_days: float  # 0 disables archival
+    archive_importance_below: float
+
+
+@dataclass(frozen=True, slots=True)
+class SweepCandidate:
+    """What the sweep knows about one memory (no content: the sweep never needs it)."""
+
+    id: uuid.UUID
+    user_id: str
+    project_id: str | None
+    status: str
+    type: str
+    importance: float
+    expires_at: datetime | None
+    last_used: datetime  # last_accessed_at, else created_at
+
+
+@dataclass(frozen=True, slots=True)
+class SweepDecision:
+    action: SweepAction
+    reason: str
+    details: dict[str, object]
+
+
+def sweep_decision(c: SweepCandidate, now: datetime, policy: SweepPolicy) -> SweepDecision | None:
+    """Expire a live memory whose time is up; archive an active one that is cold and unimportant.
+
+    Pinned memories and critical rules are never archived (they expire only when given an expiry).
+    """
+    if c.status not in LIVE_STATUSES:
+        return None
+    if c.expires_at is not None and c.expires_at <= now:
+        return SweepDecision(
+            SweepAction.EXPIRE,
+            f"expired: expires_at {c.expires_at.isoformat()} has passed",
+            {"expires_at": c.expires_at.isoformat()},
+        )
+    if c.status == MemoryStatus.PINNED or c.type == MemoryType.CRITICAL_RULE:
+        return None
+    if policy.archive_after_days <= 0:
+        return None
+    idle_days = (now - c.last_used).total_seconds() / SECONDS_PER_DAY
+    if idle_days >= policy.archive_after_days and c.importance < policy.archive_importance_below:
+        return SweepDecision(
+            SweepAction.ARCHIVE,
+            f"cold: unused for {idle_days:.0f} days (limit {policy.archive_after_days:g}) and importance "
+            f"{c.importance:.2f} below {policy.archive_importance_below:.2f}",
+            {
+                "idle_days": round(idle_days, 2),
+                "importance": c.importance,
+                "archive_after_days": policy.archive_after_days,
+                "archive_importance_below": policy.archive_importance_below,
+            },
+        )
+    return None

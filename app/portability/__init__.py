@@ -1,0 +1,1 @@
+"""Portability: export (JSON and Markdown), import, and re-embedding after an embed model swap."""

@@ -1,0 +1,125 @@
+"""Export: every memory of a scope (any status, with its vector), its events and proposals.
+
+Stored text was redacted on the way in; it is redacted again on the way out (defence in depth: a row
+written before a redaction rule existed, or by a path that forgot, still leaves clean).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from app.db.models import DreamProposal, Memory, MemoryEvent
+from app.lib.redaction import redact, redact_value
+from app.memory.types import (
+    MemoryStatus,
+    MemoryType,
+    Privacy,
+    ProposalKind,
+    ProposalStatus,
+    Source,
+)
+from app.portability.document import (
+    FORMAT_VERSION,
+    ExportDocument,
+    ExportedEvent,
+    ExportedMemory,
+    ExportedProposal,
+)
+from app.portability.repository import PortabilityRepository
+
+
+def _text(value: str | None) -> str | None:
+    return None if value is None else redact(value).text
+
+
+def _details(value: dict[str, Any]) -> dict[str, Any]:
+    cleaned = redact_value(value)
+    return cleaned if isinstance(cleaned, dict) else {}
+
+
+def exported_memory(m: Memory) -> ExportedMemory:
+    content = redact(m.content).text
+    return ExportedMemory(
+        id=m.id,
+        user_id=m.user_id,
+        project_id=m.project_id,
+        session_id=m.session_id,
+        type=MemoryType(m.type),
+        subject=_text(m.subject),
+        content=content,
+        summary=_text(m.summary),
+        status=MemoryStatus(m.status),
+        importance=m.importance,
+        salience=m.salience,
+        confidence=m.confidence,
+        privacy=Privacy(m.privacy),
+        tags=[redact(t).text for t in m.tags],
+        created_at=m.created_at,
+        updated_at=m.updated_at,
+        valid_from=m.valid_from,
+        valid_to=m.valid_to,
+        expires_at=m.expires_at,
+        last_accessed_at=m.last_accessed_at,
+        access_count=m.access_count,
+        supersedes=m.supersedes,
+        superseded_by=m.superseded_by,
+        source=Source(m.source),
+        source_model=m.source_model,
+        source_message_id=m.source_message_id,
+        embed_model=m.embed_model,
+        embedding=None if m.embedding is None else [float(x) for x in m.embedding],
+        content_hash=m.content_hash,
+    )
+
+
+def exported_event(e: MemoryEvent) -> ExportedEvent:
+    return ExportedEvent(
+        id=e.id,
+        memory_id=e.memory_id,
+        user_id=e.user_id,
+        project_id=e.project_id,
+        kind=e.kind,
+        actor=e.actor,
+        reason=_text(e.reason),
+        details=_details(e.details),
+        created_at=e.created_at,
+    )
+
+
+def exported_proposal(p: DreamProposal) -> ExportedProposal:
+    return ExportedProposal(
+        id=p.id,
+        user_id=p.user_id,
+        project_id=p.project_id,
+        kind=ProposalKind(p.kind),
+        target_ids=list(p.target_ids),
+        payload=_details(p.payload),
+        rationale=_text(p.rationale),
+        status=ProposalStatus(p.status),
+        model=p.model,
+        created_at=p.created_at,
+        decided_at=p.decided_at,
+        applied_at=p.applied_at,
+    )
+
+
+async def export_document(
+    repo: PortabilityRepository,
+    *,
+    user_id: str | None,
+    project_id: str | None,
+    embed_model: str,
+    now: datetime,
+) -> ExportDocument:
+    """The JSON export of one user (or project of a user), or of the whole tenant."""
+    return ExportDocument(
+        version=FORMAT_VERSION,
+        exported_at=now,
+        embed_model=embed_model,
+        user_id=user_id,
+        project_id=project_id,
+        memories=[exported_memory(m) for m in await repo.memories(user_id, project_id)],
+        events=[exported_event(e) for e in await repo.events(user_id, project_id)],
+        proposals=[exported_proposal(p) for p in await repo.proposals(user_id, project_id)],
+    )

@@ -1,0 +1,313 @@
+"""Import: an export document back into a tenant, all or nothing, in the caller's transaction.
+
+Ids are kept (they are unique per tenant, so an export moves between tenants unchanged) and remapped
+consistently only when the tenant already uses one for a different memory. A memory the tenant already
+holds (same id and content, or a live one with the same scope, type and content hash) is deduplicated.
+Vectors of the configured embed model are kept; a row without a vector is embedded now; a vector of
+another model is dropped and the row counted as mismatched until `reembed` heals it. Finally every
+slot the import touched keeps one current memory (the newest); the read-time slot veto still guards
+the slots where a pinned memory or a critical rule cannot be retired automatically.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from app.db.models import DreamProposal, Memory
+from app.lib.redaction import redact, redact_value
+from app.memory.context import MemoryDeps
+from app.memory.slots import content_hash, normalise_subject
+from app.memory.types import LIVE_STATUSES, EventKind, MemoryStatus, MemoryType, SupersedeRule
+from app.portability.document import ExportDocument, ExportedEvent, ExportedMemory, check_document
+from app.portability.repository import PortabilityRepository
+
+Progress = Callable[[int], object]
+
+
+@dataclass(slots=True)
+class ImportResult:
+    imported: int = 0
+    deduplicated: int = 0
+    superseded: int = 0
+    mismatched: int = 0
+    remapped: int = 0
+    events: int = 0
+    proposals: int = 0
+
+
+@dataclass(slots=True)
+class _Row:
+    """One memory of the document, redacted and ready to insert."""
+
+    doc: ExportedMemory
+    id: uuid.UUID
+    content: str
+    digest: str
+    vector: list[float] | None
+    embed_model: str | None
+    needs_vector: bool
+
+
+@dataclass(slots=True)
+class _Plan:
+    rows: list[_Row] = field(default_factory=list)  # to insert
+    ids: dict[uuid.UUID, uuid.UUID] = field(default_factory=dict)  # document id -> stored id
+    dropped: set[uuid.UUID] = field(default_factory=set)  # document ids already held by the tenant
+    _changed: dict[str, str] | None = None
+
+    def map(self, value: uuid.UUID | None) -> uuid.UUID | None:
+        return None if value is None else self.ids.get(value, value)
+
+    def remap_json(self, value: Any) -> Any:
+        """Ids inside event details and proposal payloads follow the memories they name."""
+        if self._changed is None:  # the plan is complete by the time ids inside JSON are remapped
+            self._changed = {str(k): str(v) for k, v in self.ids.items() if k != v}
+        return _replace_strings(value, self._changed) if self._changed else value
+
+
+def _replace_strings(value: Any, mapping: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        return mapping.get(value, value)
+    if isinstance(value, dict):
+        return {k: _replace_strings(v, mapping) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replace_strings(v, mapping) for v in value]
+    return value
+
+
+def _json(value: dict[str, Any]) -> dict[str, Any]:
+    cleaned = redact_value(value)
+    return cleaned if isinstance(cleaned, dict) else {}
+
+
+def _text(value: str | None) -> str | None:
+    return None if value is None else redact(value).text
+
+
+class Importer:
+    """Imports one document with the tenant's repository, embedder and settings."""
+
+    def __init__(self, deps: MemoryDeps, actor: str, progress: Progress | None = None) -> None:
+        self.deps = deps
+        self.memories = deps.repo
+        self.repo = PortabilityRepository(deps.repo.session, deps.repo.tenant)
+        self.actor = actor
+        self.progress = progress or (lambda _n: None)
+
+    async def run(self, doc: ExportDocument) -> ImportResult:
+        embedder = self.deps.embedder
+        check_document(
+            doc, max_chars=self.deps.settings.max_content_chars, embed_model=embedder.name, dim=embedder.dim
+        )
+        result = ImportResult()
+        plan = await self._plan([self._prepare(m) for m in doc.memories], result)
+        self.progress(len(plan.dropped))
+        await self._embed_missing(plan.rows)
+        now = self.deps.clock.now()
+        for row in plan.rows:
+            self._insert(row, plan, now)
+            self.progress(1)
+        result.imported = len(plan.rows)
+        result.mismatched = sum(1 for r in plan.rows if r.vector is None)
+        await self.memories.flush()
+        result.superseded = await self._resolve_slots(plan.rows, now)
+        result.events = await self._events(doc, plan)
+        result.proposals = await self._proposals(doc, plan)
+        await self.memories.flush()
+        return result
+
+    def _prepare(self, m: ExportedMemory) -> _Row:
+        content = redact(m.content)
+        current = self.deps.embedder.name
+        if m.embedding is not None and m.embed_model != current:
+            return _Row(m, m.id, content.text, content_hash(content.text), None, m.embed_model, False)
+        # A vector of the redacted-away text must not survive either: embed the clean text instead.
+        keep = m.embedding is not None and not content.changed
+        vector = m.embedding if keep else None
+        return _Row(m, m.id, content.text, content_hash(content.text), vector, current, not keep)
+
+    async def _plan(self, rows: list[_Row], result: ImportResult) -> _Plan:
+        live_digests = [r.digest for r in rows if r.doc.status in LIVE_STATUSES]
+        existing = await self.repo.existing([r.doc.id for r in rows], live_digests)
+        by_id = {e.id: e for e in existing}
+        live = {
+            (e.user_id, e.project_id, e.type, e.content_hash): e.id
+            for e in existing
+            if e.status in LIVE_STATUSES
+        }
+        plan = _Plan()
+        for row in rows:
+            m = row.doc
+            same = by_id.get(m.id)
+            if same is not None and same.user_id == m.user_id and same.content_hash == row.digest:
+                plan.ids[m.id] = m.id  # this very memory is already here (an export imported twice)
+                plan.dropped.add(m.id)
+                result.deduplicated += 1
+                continue
+            if same is not None:
+                row.id = uuid.uuid4()  # the id names another memory of this tenant
+                result.remapped += 1
+            plan.ids[m.id] = row.id
+            if m.status in LIVE_STATUSES:
+                key = (m.user_id, m.project_id, str(m.type), row.digest)
+                if key in live:
+                    plan.ids[m.id] = live[key]
+                    plan.dropped.add(m.id)
+                    result.deduplicated += 1
+                    continue
+                live[key] = row.id
+            plan.rows.append(row)
+        return plan
+
+    async def _embed_missing(self, rows: list[_Row]) -> None:
+        pending = [r for r in rows if r.needs_vector]
+        size = self.deps.settings.reembed_batch_size
+        for start in range(0, len(pending), size):
+            batch = pending[start : start + size]
+            vectors = await self.deps.embedder.embed([r.content for r in batch])
+            for row, vector in zip(batch, vectors, strict=True):
+                row.vector = vector
+
+    def _insert(self, row: _Row, plan: _Plan, now: datetime) -> None:
+        m = row.doc
+        created = m.created_at or now
+        self.memories.add(
+            Memory(
+                tenant_id=self.memories.tenant,
+                id=row.id,
+                user_id=m.user_id,
+                project_id=m.project_id,
+                session_id=m.session_id,
+                type=str(m.type),
+                subject=normalise_subject(_text(m.subject)),
+                content=row.content,
+                summary=_text(m.summary),
+                status=str(m.status),
+                importance=m.importance,
+                salience=m.salience,
+                confidence=m.confidence,
+                privacy=str(m.privacy),
+                tags=[redact(t).text for t in m.tags],
+                created_at=created,
+                updated_at=m.updated_at or created,
+                valid_from=m.valid_from or created,
+                valid_to=m.valid_to,
+                expires_at=m.expires_at,
+                last_accessed_at=m.last_accessed_at,
+                access_count=m.access_count,
+                supersedes=plan.map(m.supersedes),
+                superseded_by=plan.map(m.superseded_by),
+                source=str(m.source),
+                source_model=m.source_model,
+                source_message_id=m.source_message_id,
+                embed_model=row.embed_model,
+                embedding=row.vector,
+                content_hash=row.digest,
+            )
+        )
+        details = {"original_id": str(m.id)} if row.id != m.id else {}
+        self.memories.add_event(
+            memory_id=row.id,
+            user_id=m.user_id,
+            project_id=m.project_id,
+            kind=EventKind.IMPORTED,
+            actor=self.actor,
+            reason="imported from an export",
+            details=details,
+        )
+
+    async def _resolve_slots(self, rows: list[_Row], now: datetime) -> int:
+        """In every slot the import touched, the newest live memory supersedes the others."""
+        touched = {r.doc.user_id for r in rows if r.doc.subject and r.doc.status in LIVE_STATUSES}
+        slots: dict[tuple[str, str | None, str | None, str], list[Memory]] = defaultdict(list)
+        for memory in await self.repo.live_slotted(sorted(touched)):
+            slots[(memory.user_id, memory.project_id, memory.subject, memory.type)].append(memory)
+        retired = 0
+        for members in slots.values():
+            if len(members) < 2:
+                continue
+            members.sort(key=lambda x: (x.valid_from, x.created_at), reverse=True)
+            winner = members[0]
+            for loser in members[1:]:
+                if loser.status == MemoryStatus.PINNED or loser.type == MemoryType.CRITICAL_RULE:
+                    continue  # never retired without approval; the read-time veto decides
+                self._retire(loser, winner, now)
+                retired += 1
+        return retired
+
+    def _retire(self, loser: Memory, winner: Memory, now: datetime) -> None:
+        loser.status = MemoryStatus.SUPERSEDED
+        loser.superseded_by = winner.id
+        loser.valid_to = winner.valid_from
+        loser.updated_at = now
+        if winner.supersedes is None:
+            winner.supersedes = loser.id
+        self.memories.add_event(
+            memory_id=loser.id,
+            user_id=loser.user_id,
+            project_id=loser.project_id,
+            kind=EventKind.SUPERSEDED,
+            actor=self.actor,
+            reason=f"{SupersedeRule.EXACT_SLOT}: an imported memory holds the same slot",
+            details={"successor": str(winner.id), "rule": SupersedeRule.EXACT_SLOT, "cosine": None},
+        )
+
+    async def _events(self, doc: ExportDocument, plan: _Plan) -> int:
+        in_doc = {m.id for m in doc.memories}
+        orphans = [(e.memory_id, str(e.kind), e.created_at) for e in doc.events if e.memory_id not in in_doc]
+        stored = await self.repo.existing_event_keys(orphans)
+        count = 0
+        for e in doc.events:
+            if e.memory_id in plan.dropped or (
+                e.memory_id not in in_doc and (e.memory_id, str(e.kind), e.created_at) in stored
+            ):
+                continue  # already held by the tenant
+            self._add_event(e, plan)
+            count += 1
+        return count
+
+    def _add_event(self, e: ExportedEvent, plan: _Plan) -> None:
+        self.memories.add_event(
+            memory_id=plan.map(e.memory_id),
+            user_id=e.user_id,
+            project_id=e.project_id,
+            kind=str(e.kind),
+            actor=e.actor,
+            reason=_text(e.reason),
+            details=plan.remap_json(_json(e.details)),
+            at=e.created_at,
+        )
+
+    async def _proposals(self, doc: ExportDocument, plan: _Plan) -> int:
+        taken = await self.repo.existing_proposal_ids([p.id for p in doc.proposals])
+        count = 0
+        for p in doc.proposals:
+            pid = p.id
+            if pid in taken:
+                if taken[pid] == p.user_id:
+                    continue  # the same proposal, imported before
+                pid = uuid.uuid4()
+            self.repo.add(
+                DreamProposal(
+                    tenant_id=self.repo.tenant,
+                    id=pid,
+                    user_id=p.user_id,
+                    project_id=p.project_id,
+                    kind=str(p.kind),
+                    target_ids=[plan.ids.get(t, t) for t in p.target_ids],
+                    payload=plan.remap_json(_json(p.payload)),
+                    rationale=_text(p.rationale),
+                    status=str(p.status),
+                    model=p.model,
+                    created_at=p.created_at,
+                    decided_at=p.decided_at,
+                    applied_at=p.applied_at,
+                )
+            )
+            count += 1
+        return count

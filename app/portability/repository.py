@@ -1,0 +1,157 @@
+"""SQL of export, import and re-embed. Every statement names the tenant; RLS is the second wall."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import String, any_, func, literal, or_, select
+from sqlalchemy.dialects.postgresql import ARRAY, UUID
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import undefer
+
+from app.db.models import DreamProposal, Memory, MemoryEvent
+from app.memory.types import LIVE_STATUSES
+from app.tenancy.types import TenantId
+
+
+@dataclass(frozen=True, slots=True)
+class ExistingMemory:
+    id: uuid.UUID
+    user_id: str
+    project_id: str | None
+    type: str
+    status: str
+    content_hash: str
+
+
+class PortabilityRepository:
+    def __init__(self, session: AsyncSession, tenant: TenantId) -> None:
+        self.session = session
+        self.tenant = tenant
+
+    def _scope(self, model: Any, user_id: str | None, project_id: str | None) -> list[Any]:
+        conditions: list[Any] = [model.tenant_id == self.tenant]
+        if user_id is not None:
+            conditions.append(model.user_id == user_id)
+        if project_id is not None:
+            conditions.append(model.project_id == project_id)
+        return conditions
+
+    # -- export ------------------------------------------------------------------------------------
+    async def memories(self, user_id: str | None, project_id: str | None) -> list[Memory]:
+        """Every memory of the scope, whatever its status, with its vector."""
+        query = (
+            select(Memory)
+            .options(undefer(Memory.embedding))
+            .where(*self._scope(Memory, user_id, project_id))
+            .order_by(Memory.created_at, Memory.id)
+        )
+        return list((await self.session.scalars(query)).all())
+
+    async def events(self, user_id: str | None, project_id: str | None) -> list[MemoryEvent]:
+        query = (
+            select(MemoryEvent)
+            .where(*self._scope(MemoryEvent, user_id, project_id))
+            .order_by(MemoryEvent.created_at, MemoryEvent.id)
+        )
+        return list((await self.session.scalars(query)).all())
+
+    async def proposals(self, user_id: str | None, project_id: str | None) -> list[DreamProposal]:
+        query = (
+            select(DreamProposal)
+            .where(*self._scope(DreamProposal, user_id, project_id))
+            .order_by(DreamProposal.created_at, DreamProposal.id)
+        )
+        return list((await self.session.scalars(query)).all())
+
+    # -- import ------------------------------------------------------------------------------------
+    async def existing(self, ids: Sequence[uuid.UUID], digests: Sequence[str]) -> list[ExistingMemory]:
+        """Rows that share an id with the document, and live rows that share a content hash."""
+        if not ids and not digests:
+            return []
+        columns = (
+            Memory.id,
+            Memory.user_id,
+            Memory.project_id,
+            Memory.type,
+            Memory.status,
+            Memory.content_hash,
+        )
+        query = select(*columns).where(
+            Memory.tenant_id == self.tenant,
+            or_(
+                Memory.id == any_(literal(list(ids), ARRAY(UUID(as_uuid=True)))),
+                (Memory.content_hash == any_(literal(list(digests), ARRAY(String))))
+                & Memory.status.in_(LIVE_STATUSES),
+            ),
+        )
+        return [ExistingMemory(*row) for row in (await self.session.execute(query)).all()]
+
+    async def existing_proposal_ids(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
+        if not ids:
+            return {}
+        query = select(DreamProposal.id, DreamProposal.user_id).where(
+            DreamProposal.tenant_id == self.tenant,
+            DreamProposal.id == any_(literal(list(ids), ARRAY(UUID(as_uuid=True)))),
+        )
+        return {row.id: row.user_id for row in (await self.session.execute(query)).all()}
+
+    async def existing_event_keys(
+        self, keys: Sequence[tuple[uuid.UUID | None, str, datetime]]
+    ) -> set[tuple[uuid.UUID | None, str, datetime]]:
+        """Which (memory, kind, time) events are already stored (re-importing an export adds none)."""
+        memory_ids = list({k[0] for k in keys if k[0] is not None})
+        if not memory_ids:
+            return set()
+        query = select(MemoryEvent.memory_id, MemoryEvent.kind, MemoryEvent.created_at).where(
+            MemoryEvent.tenant_id == self.tenant,
+            MemoryEvent.memory_id == any_(literal(memory_ids, ARRAY(UUID(as_uuid=True)))),
+        )
+        stored = {(r.memory_id, r.kind, r.created_at) for r in (await self.session.execute(query)).all()}
+        return stored & set(keys)
+
+    async def live_slotted(self, user_ids: Sequence[str]) -> list[Memory]:
+        """The live memories with a slot (subject) of these users, locked until the transaction ends."""
+        if not user_ids:
+            return []
+        query = (
+            select(Memory)
+            .where(
+                Memory.tenant_id == self.tenant,
+                Memory.user_id.in_(list(user_ids)),
+                Memory.subject.is_not(None),
+                Memory.status.in_(LIVE_STATUSES),
+            )
+            .with_for_update()
+        )
+        return list((await self.session.scalars(query)).all())
+
+    def add(self, row: object) -> None:
+        self.session.add(row)
+
+    # -- re-embed ----------------------------------------------------------------------------------
+    def _mismatched(self, embed_model: str, user_id: str | None) -> list[Any]:
+        return [
+            *self._scope(Memory, user_id, None),
+            or_(Memory.embed_model.is_distinct_from(embed_model), Memory.embedding.is_(None)),
+        ]
+
+    async def count_mismatched(self, embed_model: str, user_id: str | None) -> int:
+        """Rows of any status whose vector is not the configured model's."""
+        query = select(func.count()).where(*self._mismatched(embed_model, user_id))
+        return int(await self.session.scalar(query) or 0)
+
+    async def mismatched_batch(self, embed_model: str, user_id: str | None, limit: int) -> list[Memory]:
+        """The next rows to re-embed; rows another re-embed run holds are skipped, not waited for."""
+        query = (
+            select(Memory)
+            .where(*self._mismatched(embed_model, user_id))
+            .order_by(Memory.created_at, Memory.id)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+        return list((await self.session.scalars(query)).all())

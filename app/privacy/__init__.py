@@ -1,0 +1,1 @@
+"""Privacy: the verifiable erase of a user, a project or one memory."""

@@ -1,0 +1,93 @@
+"""Erase: the hard delete, as opposed to forget (soft: status `forgotten`, audit trail kept).
+
+Erasing a user (or one project of a user) removes, in the caller's one transaction, the scope's
+memories (content and vectors), the conversation turns, the events, the dream proposals and, for a
+whole user, the usage rows; nothing of the scope is left to audit, so the receipt (counts of what was
+removed) is the record. Erasing one memory removes the row, the turn it was drawn from and the
+proposals naming it, and keeps its events without their details or reasons (the user still exists
+and their timeline shows that something was erased, not what).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.models import MemoryEvent
+from app.lib.errors import NotFound, ValidationFailed
+from app.lib.logging import get_logger
+from app.memory.types import EventKind
+from app.privacy.repository import EraseRepository
+from app.tenancy.types import TenantId
+
+log = get_logger("engram.erase")
+
+
+@dataclass(frozen=True, slots=True)
+class EraseReceipt:
+    user_id: str
+    project_id: str | None
+    memories: int
+    messages: int
+    events: int
+    proposals: int
+    usage_events: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Eraser:
+    def __init__(self, session: AsyncSession, tenant: TenantId, actor: str) -> None:
+        self.repo = EraseRepository(session, tenant)
+        self.tenant = tenant
+        self.actor = actor
+
+    async def erase_user(self, user_id: str, project_id: str | None = None) -> EraseReceipt:
+        """Everything of a user, or of one of the user's projects (its global memories stay)."""
+        if not user_id.strip():
+            raise ValidationFailed("user_id must not be empty")
+        ids = await self.repo.memory_ids(user_id, project_id)
+        sources = await self.repo.source_message_ids(ids)
+        proposals = await self.repo.delete_proposals(user_id, project_id, ids)
+        events = await self.repo.delete_events(user_id, project_id, ids)
+        messages = await self.repo.delete_messages(user_id, project_id, sources)
+        memories = await self.repo.delete_memories(ids)
+        usage = await self.repo.delete_usage(user_id) if project_id is None else 0
+        receipt = EraseReceipt(user_id, project_id, memories, messages, events, proposals, usage)
+        log.info(
+            "erased",
+            scope="project" if project_id is not None else "user",
+            **{k: v for k, v in receipt.as_dict().items() if isinstance(v, int)},
+        )
+        return receipt
+
+    async def erase_memory(self, memory_id: uuid.UUID) -> EraseReceipt:
+        """One memory: its row, the turns it came from or that quote it, the proposals naming it; its
+        events lose their details and reasons."""
+        memory = await self.repo.lock_memory(memory_id)
+        if memory is None:
+            raise NotFound(f"memory {memory_id} not found")
+        user_id, project_id = memory.user_id, memory.project_id
+        proposals = await self.repo.delete_proposals(None, None, [memory_id])
+        events = await self.repo.scrub_events(memory_id)
+        messages = await self.repo.delete_turns_quoting(memory)
+        memories = await self.repo.delete_memories([memory_id])
+        self.repo.add(
+            MemoryEvent(
+                tenant_id=self.tenant,
+                memory_id=memory_id,
+                user_id=user_id,
+                project_id=project_id,
+                kind=EventKind.ERASED,
+                actor=self.actor,
+                reason="erase requested",
+                details={},
+            )
+        )
+        await self.repo.flush()
+        log.info("erased", scope="memory", memories=memories, events=events, proposals=proposals)
+        return EraseReceipt(user_id, project_id, memories, messages, events, proposals, 0)

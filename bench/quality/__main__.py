@@ -1,0 +1,3 @@
+from bench.quality.cli import main
+
+main()
