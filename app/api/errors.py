@@ -6,6 +6,7 @@ from typing import Any
 
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
+from sqlalchemy.exc import DBAPIError
 
 from app.embeddings.base import EmbeddingError
 from app.lib.errors import EngramError
@@ -58,6 +59,22 @@ def embedding_error(_: Request[Any, Any, Any], exc: EmbeddingError) -> Response[
     return _error(503, "unavailable", "the embedding provider failed; try again later")
 
 
+# Transient conflicts between concurrent transactions: nothing was written, the client may retry.
+RETRYABLE_SQLSTATES = {"40P01": "deadlock", "40001": "serialization failure", "55P03": "lock timeout"}
+
+
+def database_error(request: Request[Any, Any, Any], exc: DBAPIError) -> Response[dict[str, str]]:
+    state = getattr(exc.orig, "sqlstate", None)
+    if state in RETRYABLE_SQLSTATES:
+        log.warning("transaction_conflict", sqlstate=state)
+        return _error(
+            409,
+            "conflict",
+            f"a concurrent request touched the same data ({RETRYABLE_SQLSTATES[state]}); retry",
+        )
+    return unexpected_error(request, exc)
+
+
 def unexpected_error(_: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, str]]:
     log.error("unhandled_error", error_type=type(exc).__name__, exc_info=exc)
     return _error(500, "internal_error", "an unexpected error occurred; it has been logged")
@@ -67,5 +84,6 @@ EXCEPTION_HANDLERS = {
     EngramError: engram_error,
     HTTPException: http_error,
     EmbeddingError: embedding_error,
+    DBAPIError: database_error,
     Exception: unexpected_error,
 }
