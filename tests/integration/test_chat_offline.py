@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.conftest import Api
 
 
@@ -129,3 +131,46 @@ async def test_forgetting_something_never_stored_forgets_nothing_else(api: Api) 
     assert [c["name"] for c in result["tool_calls"]] == ["forget"]
     assert result["tool_calls"][0]["result"]["forgotten"] == []
     assert await active(api) == before
+
+
+async def test_extract_by_another_tenant_never_touches_our_memories(api: Api, other_api: Api) -> None:
+    await chat(api, "I prefer dark mode", "s1")
+    before = await active(api)
+    response = await other_api.post(
+        "/v1/memories/extract",
+        {"user_id": "u", "messages": [{"role": "user", "content": "Forget my theme preference"}]},
+    )
+    assert response.status_code == 200
+    assert response.json()["actions"] == []
+    assert await active(api) == before
+    assert (await other_api.get("/v1/usage")).json()["total"][
+        "calls"
+    ] == 0  # offline extraction calls no model
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/chat", {"user_id": "u"}),
+        ("/v1/chat", {"user_id": "u", "message": ""}),
+        ("/v1/chat", {"user_id": "u", "message": "x" * 8001}),
+        ("/v1/chat", {"user_id": "u", "message": "hi", "token_budget": 0}),
+        ("/v1/chat", {"user_id": "u", "message": "hi", "surprise": True}),
+        ("/v1/chat", {"user_id": "u", "message": "nul\x00byte"}),
+        ("/v1/memories/extract", {"user_id": "u", "messages": []}),
+        ("/v1/memories/extract", {"user_id": "u", "messages": [{"role": "robot", "content": "hi"}]}),
+        ("/v1/memories/extract", {"user_id": "u", "messages": [{"role": "user", "content": ""}]}),
+        ("/v1/memories/extract", {"user_id": "u", "messages": [{"role": "user", "content": "a"}] * 51}),
+    ],
+)
+async def test_bad_agent_input_is_422_and_writes_nothing(api: Api, path: str, body: dict[str, Any]) -> None:
+    response = await api.post(path, body)
+    assert response.status_code == 422, response.text
+    assert response.json()["error"] == "validation_error"
+    assert (await api.get("/v1/memories", user_id="u")).json()["items"] == []
+    assert (await api.get("/v1/usage")).json()["total"]["calls"] == 0
+
+
+async def test_usage_rejects_bad_time_ranges(api: Api) -> None:
+    assert (await api.get("/v1/usage", since="not-a-date")).status_code in (400, 422)
+    assert (await api.get("/v1/usage", since="0001-01-01T00:00:00Z")).status_code == 422
