@@ -100,13 +100,13 @@ async def write_section(service: InProcess, scope: Scope) -> dict[str, float]:
 
 
 async def http_section(
-    owner_url: str, app_url: str, probes: list[Probe], clients: list[int], seconds: float
+    owner_url: str, app_url: str, probes: list[Probe], clients: list[int], seconds: float, server_name: str
 ) -> dict[str, Any]:
     keys = await make_keys(owner_url, {p.scope.tenant for p in probes})
     text = TextGenerator(seed=13)
     hot = probes[0].scope  # the largest scope: every load request lands on one tenant
     out: dict[str, Any] = {}
-    with serve(owner_url, app_url) as server:
+    with serve(owner_url, app_url, server=server_name) as server:
         sequential = []
         async with httpx.AsyncClient(base_url=server.base, timeout=60) as client:
             for probe in tqdm(probes, desc="HTTP recall", leave=False):
@@ -147,7 +147,8 @@ async def measure_spec(spec: Spec, args: argparse.Namespace, owner_url: str, app
     result["hnsw_build_s"] = round(build_s, 1)
     result["largest_scope"] = max(s.size for s in scopes)
     result |= await latency_section(owner_url, app_url, probes, settings)
-    result |= await http_section(owner_url, app_url, probes, args.clients, args.load_seconds)
+    result |= await http_section(owner_url, app_url, probes, args.clients, args.load_seconds, args.server)
+    result["server"] = args.server
     return result
 
 
@@ -167,6 +168,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--clients", default="1,16,64")
     parser.add_argument("--load-seconds", type=float, default=10.0)
+    parser.add_argument("--server", choices=("uvicorn", "granian"), default="uvicorn")
     args = parser.parse_args()
     args.clients = [int(c) for c in args.clients.split(",")]
     specs = [Spec(f"{int(n) // 1000}k over 1k tenants", int(n), 1000, 5) for n in args.sizes.split(",") if n]

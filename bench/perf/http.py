@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -28,37 +29,54 @@ class Server:
     def sample_rss(self) -> None:
         proc = psutil.Process(self.process.pid)
         while not self._stop.is_set():
-            try:
-                self.peak_rss = max(self.peak_rss, proc.memory_info().rss)
+            try:  # granian serves from worker processes: count the whole process tree
+                tree = [proc, *proc.children(recursive=True)]
+                self.peak_rss = max(self.peak_rss, sum(p.memory_info().rss for p in tree))
             except psutil.Error:
                 return
             time.sleep(0.1)
 
 
 @contextmanager
-def serve(owner_url: str, app_url: str, extra_env: dict[str, str] | None = None) -> Iterator[Server]:
-    """uvicorn with the app factory; one worker, like a single replica."""
+def serve(
+    owner_url: str, app_url: str, extra_env: dict[str, str] | None = None, server: str = "uvicorn"
+) -> Iterator[Server]:
+    """The app factory under uvicorn or granian; one worker, like a single replica."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = os.environ | {"DATABASE_URL": owner_url, "APP_DATABASE_URL": app_url, "ENGRAM_EMBEDDER": "hash"}
     env |= {"ENGRAM_LOG_LEVEL": "WARNING", "ENGRAM_DB_POOL_SIZE": "20", "ENGRAM_DB_MAX_OVERFLOW": "50"}
     env |= extra_env or {}
-    cmd = [sys.executable, "-m", "uvicorn", "--factory", "app.asgi:app_factory", "--port", str(port)]
-    process = subprocess.Popen([*cmd, "--log-level", "warning", "--no-access-log"], env=env)
-    server = Server(f"http://127.0.0.1:{port}", process)
+    if server == "granian":
+        granian = str(Path(sys.executable).with_name("granian"))
+        cmd = [
+            granian,
+            "--interface",
+            "asgi",
+            "--factory",
+            "--port",
+            str(port),
+            "--no-log",
+            "app.asgi:app_factory",
+        ]
+    else:
+        cmd = [sys.executable, "-m", "uvicorn", "--factory", "app.asgi:app_factory", "--port", str(port)]
+        cmd += ["--log-level", "warning", "--no-access-log"]
+    process = subprocess.Popen(cmd, env=env)
+    running = Server(f"http://127.0.0.1:{port}", process)
     for _ in range(300):
         try:
-            if httpx.get(f"{server.base}/health", timeout=1).status_code == 200:
+            if httpx.get(f"{running.base}/health", timeout=1).status_code == 200:
                 break
         except httpx.TransportError:
             time.sleep(0.1)
-    sampler = threading.Thread(target=server.sample_rss, daemon=True)
+    sampler = threading.Thread(target=running.sample_rss, daemon=True)
     sampler.start()
     try:
-        yield server
+        yield running
     finally:
-        server._stop.set()
+        running._stop.set()
         process.terminate()
         process.wait(timeout=30)
 
