@@ -54,13 +54,21 @@ class Packed(Generic[T]):
     skipped: list[Skipped[T]] = field(default_factory=list)
 
 
+def _slot_rank(item: PackItem[T]) -> tuple[bool, float, float]:
+    # A pinned memory or critical rule keeps its slot until a person approves its replacement: the
+    # write path only proposed it, so a second protected memory in the slot is the unapproved one
+    # and the older protected memory wins. Otherwise the newest fact wins; the score breaks ties.
+    when = item.valid_from.timestamp()
+    return (item.always, -when if item.always else when, item.score)
+
+
 def _veto(items: Sequence[PackItem[T]]) -> tuple[list[PackItem[T]], list[Skipped[T]]]:
-    """One memory per slot (the newest), one per content."""
+    """One memory per slot (protected first, else the newest), one per content."""
     newest: dict[tuple[str, str], PackItem[T]] = {}
     for item in items:
         if item.slot is not None:
             best = newest.get(item.slot)
-            if best is None or item.valid_from > best.valid_from:
+            if best is None or _slot_rank(item) > _slot_rank(best):
                 newest[item.slot] = item
     kept: list[PackItem[T]] = []
     skipped: list[Skipped[T]] = []

@@ -21,6 +21,7 @@ from typing import Any
 from app.db.models import DreamProposal, Memory
 from app.lib.redaction import redact, redact_value
 from app.memory.context import MemoryDeps
+from app.memory.retire import retire
 from app.memory.slots import content_hash, normalise_subject
 from app.memory.types import LIVE_STATUSES, EventKind, MemoryStatus, MemoryType, SupersedeRule
 from app.portability.document import ExportDocument, ExportedEvent, ExportedMemory, check_document
@@ -109,13 +110,14 @@ class Importer:
         self.progress(len(plan.dropped))
         await self._embed_missing(plan.rows)
         now = self.deps.clock.now()
+        inserted = []
         for row in plan.rows:
-            self._insert(row, plan, now)
+            inserted.append(self._insert(row, plan, now))
             self.progress(1)
         result.imported = len(plan.rows)
         result.mismatched = sum(1 for r in plan.rows if r.vector is None)
         await self.memories.flush()
-        result.superseded = await self._resolve_slots(plan.rows, now)
+        result.superseded = await self._resolve_slots(inserted, now)
         result.events = await self._events(doc, plan)
         result.proposals = await self._proposals(doc, plan)
         await self.memories.flush()
@@ -151,8 +153,6 @@ class Importer:
                 continue
             if same is not None:
                 row.id = uuid.uuid4()  # the id names another memory of this tenant
-                result.remapped += 1
-            plan.ids[m.id] = row.id
             if m.status in LIVE_STATUSES:
                 key = (m.user_id, m.project_id, str(m.type), row.digest)
                 if key in live:
@@ -161,7 +161,9 @@ class Importer:
                     result.deduplicated += 1
                     continue
                 live[key] = row.id
+            plan.ids[m.id] = row.id
             plan.rows.append(row)
+            result.remapped += row.id != m.id
         return plan
 
     async def _embed_missing(self, rows: list[_Row]) -> None:
@@ -173,43 +175,42 @@ class Importer:
             for row, vector in zip(batch, vectors, strict=True):
                 row.vector = vector
 
-    def _insert(self, row: _Row, plan: _Plan, now: datetime) -> None:
+    def _insert(self, row: _Row, plan: _Plan, now: datetime) -> Memory:
         m = row.doc
         created = m.created_at or now
-        self.memories.add(
-            Memory(
-                tenant_id=self.memories.tenant,
-                id=row.id,
-                user_id=m.user_id,
-                project_id=m.project_id,
-                session_id=m.session_id,
-                type=str(m.type),
-                subject=normalise_subject(_text(m.subject)),
-                content=row.content,
-                summary=_text(m.summary),
-                status=str(m.status),
-                importance=m.importance,
-                salience=m.salience,
-                confidence=m.confidence,
-                privacy=str(m.privacy),
-                tags=[redact(t).text for t in m.tags],
-                created_at=created,
-                updated_at=m.updated_at or created,
-                valid_from=m.valid_from or created,
-                valid_to=m.valid_to,
-                expires_at=m.expires_at,
-                last_accessed_at=m.last_accessed_at,
-                access_count=m.access_count,
-                supersedes=plan.map(m.supersedes),
-                superseded_by=plan.map(m.superseded_by),
-                source=str(m.source),
-                source_model=m.source_model,
-                source_message_id=m.source_message_id,
-                embed_model=row.embed_model,
-                embedding=row.vector,
-                content_hash=row.digest,
-            )
+        memory = Memory(
+            tenant_id=self.memories.tenant,
+            id=row.id,
+            user_id=m.user_id,
+            project_id=m.project_id,
+            session_id=m.session_id,
+            type=str(m.type),
+            subject=normalise_subject(_text(m.subject)),
+            content=row.content,
+            summary=_text(m.summary),
+            status=str(m.status),
+            importance=m.importance,
+            salience=m.salience,
+            confidence=m.confidence,
+            privacy=str(m.privacy),
+            tags=[redact(t).text for t in m.tags],
+            created_at=created,
+            updated_at=m.updated_at or created,
+            valid_from=m.valid_from or created,
+            valid_to=m.valid_to,
+            expires_at=m.expires_at,
+            last_accessed_at=m.last_accessed_at,
+            access_count=m.access_count,
+            supersedes=plan.map(m.supersedes),
+            superseded_by=plan.map(m.superseded_by),
+            source=str(m.source),
+            source_model=m.source_model,
+            source_message_id=m.source_message_id,
+            embed_model=row.embed_model,
+            embedding=row.vector,
+            content_hash=row.digest,
         )
+        self.memories.add(memory)
         details = {"original_id": str(m.id)} if row.id != m.id else {}
         self.memories.add_event(
             memory_id=row.id,
@@ -220,42 +221,38 @@ class Importer:
             reason="imported from an export",
             details=details,
         )
+        return memory
 
-    async def _resolve_slots(self, rows: list[_Row], now: datetime) -> int:
-        """In every slot the import touched, the newest live memory supersedes the others."""
-        touched = {r.doc.user_id for r in rows if r.doc.subject and r.doc.status in LIVE_STATUSES}
+    async def _resolve_slots(self, inserted: list[Memory], now: datetime) -> int:
+        """In every slot an imported live memory landed in, the newest live memory supersedes the others."""
+        touched = {
+            (m.user_id, m.project_id, m.subject, m.type)
+            for m in inserted
+            if m.subject is not None and m.status in LIVE_STATUSES
+        }
         slots: dict[tuple[str, str | None, str | None, str], list[Memory]] = defaultdict(list)
-        for memory in await self.repo.live_slotted(sorted(touched)):
-            slots[(memory.user_id, memory.project_id, memory.subject, memory.type)].append(memory)
+        for memory in await self.repo.live_slotted(sorted({slot[0] for slot in touched})):
+            key = (memory.user_id, memory.project_id, memory.subject, memory.type)
+            if key in touched:
+                slots[key].append(memory)
         retired = 0
         for members in slots.values():
-            if len(members) < 2:
-                continue
             members.sort(key=lambda x: (x.valid_from, x.created_at), reverse=True)
             winner = members[0]
             for loser in members[1:]:
                 if loser.status == MemoryStatus.PINNED or loser.type == MemoryType.CRITICAL_RULE:
                     continue  # never retired without approval; the read-time veto decides
-                self._retire(loser, winner, now)
+                retire(
+                    self.memories,
+                    loser,
+                    winner,
+                    rule=SupersedeRule.EXACT_SLOT,
+                    reason=f"{SupersedeRule.EXACT_SLOT}: an imported memory holds the same slot",
+                    actor=self.actor,
+                    now=now,
+                )
                 retired += 1
         return retired
-
-    def _retire(self, loser: Memory, winner: Memory, now: datetime) -> None:
-        loser.status = MemoryStatus.SUPERSEDED
-        loser.superseded_by = winner.id
-        loser.valid_to = winner.valid_from
-        loser.updated_at = now
-        if winner.supersedes is None:
-            winner.supersedes = loser.id
-        self.memories.add_event(
-            memory_id=loser.id,
-            user_id=loser.user_id,
-            project_id=loser.project_id,
-            kind=EventKind.SUPERSEDED,
-            actor=self.actor,
-            reason=f"{SupersedeRule.EXACT_SLOT}: an imported memory holds the same slot",
-            details={"successor": str(winner.id), "rule": SupersedeRule.EXACT_SLOT, "cosine": None},
-        )
 
     async def _events(self, doc: ExportDocument, plan: _Plan) -> int:
         in_doc = {m.id for m in doc.memories}

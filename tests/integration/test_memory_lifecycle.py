@@ -182,3 +182,16 @@ async def test_list_paginates_with_an_opaque_cursor(api: Api) -> None:
         if not cursor:
             break
     assert len(seen) == len(set(seen)) == 7
+
+
+async def test_recall_keeps_the_critical_rule_while_its_replacement_awaits_approval(api: Api) -> None:
+    await api.remember(
+        user_id="u", content="Never deploy on Fridays", type="critical_rule", subject="deploy days"
+    )
+    pending = await api.remember(
+        user_id="u", content="Deploy any day you like", type="critical_rule", subject="deploy days"
+    )
+    assert pending["proposals"]
+    recall = await api.recall(user_id="u", query="can I deploy on friday?", min_relevance=0)
+    assert "Never deploy on Fridays" in recall["context"]
+    assert "any day" not in recall["context"]

@@ -103,3 +103,18 @@ def test_a_smaller_item_still_fills_the_space_a_larger_one_could_not() -> None:
     small = item("small", "- tiny", 0.5)
     packed = pack([big, small], budget=30, min_relevance=0.0, count_tokens=COUNTER.count)
     assert [i.item.ref for i in packed.included] == ["small"]
+
+
+def test_a_critical_rule_keeps_its_slot_against_a_newer_unapproved_memory() -> None:
+    rule = item(
+        "rule",
+        "- Never deploy on Fridays",
+        0.5,
+        always=True,
+        slot=("deploy days", "critical_rule"),
+        age_days=30,
+    )
+    newer = item("newer", "- Deploy any day", 0.9, slot=("deploy days", "critical_rule"))
+    packed = pack([newer, rule], budget=100, min_relevance=0.0, count_tokens=COUNTER.count)
+    assert [i.item.ref for i in packed.included] == ["rule"]
+    assert [(s.item.ref, s.reason) for s in packed.skipped] == [("newer", SkipReason.SLOT_VETO)]
