@@ -54,6 +54,9 @@ _MEMORY_COLUMNS = (
     "superseded_by", "source", "source_model", "source_message_id", "embed_model", "content_hash",
 )  # fmt: skip
 
+# Matches the partial index ix_memories_always (migration 0004) word for word, so the planner uses it.
+_ALWAYS_SQL = "(status = 'pinned' OR (type = 'critical_rule' AND status = 'active'))"
+
 _SCOPE_SQL = """
     tenant_id = :tenant AND user_id = :user_id AND status IN ('active', 'pinned')
     AND (project_id IS NULL OR project_id = :project_id)
@@ -284,7 +287,7 @@ class MemoryRepository:
                 ), kw AS ({keyword}),
                 always AS (
                     SELECT id FROM memories
-                    WHERE {_SCOPE_SQL} AND (status = 'pinned' OR type = 'critical_rule') LIMIT :k
+                    WHERE {_SCOPE_SQL} AND {_ALWAYS_SQL} LIMIT :k
                 ), ids AS (SELECT id FROM sem UNION SELECT id FROM kw UNION SELECT id FROM always)
                 SELECT {columns},
                        CASE WHEN m.embed_model = :embed_model AND m.embedding IS NOT NULL
