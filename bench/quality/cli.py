@@ -126,10 +126,10 @@ def write(args: argparse.Namespace, outcome: dict[str, Any], command: str) -> Pa
     options: Options = outcome["options"]
     out = RESULTS / args.run
     out.mkdir(parents=True, exist_ok=True)
-    wall = outcome["wall_seconds"]
     payload = {
+        "run": args.run,
         "command": command,
-        "wall_seconds": round(wall, 1),
+        "wall_seconds": round(outcome["wall_seconds"], 1),
         "phases_seconds": {k: round(v, 1) for k, v in collected.phases.items()},
         "machine": machine(),
         "budgets": options.budgets,
@@ -144,42 +144,58 @@ def write(args: argparse.Namespace, outcome: dict[str, Any], command: str) -> Pa
         "seed_results": collected.seed_rows,
     }
     (out / "results.json").write_text(json.dumps(payload, default=str, separators=(",", ":")))
+    render(payload, out)
+    return out
+
+
+def render(payload: dict[str, Any], out: Path) -> None:
+    """summary.md and the PNG curves from a results.json payload."""
+    budgets = payload["budgets"]
+    rows = payload["results"]
+    wall = payload["wall_seconds"]
+    phases = payload["phases_seconds"]
     sections = [
-        f"# Quality benchmark: {args.run}\n",
-        f"Command: `{command}`\n",
+        f"# Quality benchmark: {payload.get('run', out.name)}\n",
+        f"Command: `{payload['command']}`\n",
         f"Wall time {wall / 60:.1f} min on {payload['machine']['cpus']} CPUs "
-        f"({', '.join(f'{k} {v:.0f}s' for k, v in collected.phases.items())}).\n",
+        f"({', '.join(f'{k} {v:.0f}s' for k, v in phases.items())}).\n",
         "Embedders: "
         + ", ".join(
-            f"{k} = {v['model']} ({v['texts']} texts embedded)" for k, v in outcome["embedders"].items()
+            f"{k} = {v['model']} ({v['texts']} texts embedded)" for k, v in payload["embedders"].items()
         )
         + ".\n",
     ]
-    if collected.engram_actions:
+    if rows:
+        sections.append(report.headline(rows, budgets))
+    if payload["engram_actions"]:
         sections.append("Engram write actions per dataset/embedder/mode:\n")
         sections.append(
             report.table(
                 ["run", "actions"],
                 [
                     [k, ", ".join(f"{a} {n}" for a, n in sorted(v.items()))]
-                    for k, v in collected.engram_actions.items()
+                    for k, v in payload["engram_actions"].items()
                 ],
             )
         )
-    for name, info in collected.datasets.items():
-        sections.append(report.dataset_section(collected.rows, name, info, options.budgets))
-        report.plot(collected.rows, name, options.budgets, out)
-    if collected.seed_rows:
+    for name, info in payload["datasets"].items():
+        sections.append(report.dataset_section(rows, name, info, budgets))
+        report.plot(rows, name, budgets, out)
+    if payload["seed_results"]:
         sections.append(
-            report.seeds_section(collected.seed_rows, collected.published, collected.capabilities)
+            report.seeds_section(payload["seed_results"], payload["published"], payload["capabilities"])
         )
     (out / "summary.md").write_text("\n".join(sections))
-    return out
 
 
 def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("sentence_transformers").setLevel(logging.ERROR)
+    if argv is None and sys.argv[1:2] == ["--render"]:  # re-render tables and plots of an earlier run
+        folder = Path(sys.argv[2])
+        render(json.loads((folder / "results.json").read_text()), folder)
+        print(f"rendered {folder}")
+        return
     args = parse(argv)
     args.run = args.run or time.strftime("quality-%Y%m%d-%H%M%S")
     command = "python -m bench.quality " + shlex.join(sys.argv[1:] if argv is None else argv)

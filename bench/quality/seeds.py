@@ -12,7 +12,8 @@ says so (the clock moves two days: past the temporary TTL), and the test questio
 project with their budget (2500). Context recall = every expected keyword (or a declared alternative)
 in the context on alphanumeric boundaries; an outdated-memory error = a context line asserting a
 forbidden term (not preceded by rejection language) while naming no expected term; token savings =
-1 - context tokens / raw setup tokens, with our tokenizer and with their len(text)//4.
+1 - context tokens / raw setup tokens with our tokenizer on the exact context, and as they measured it:
+len(text)//4 of the memory text (the line without its "- [date type: subject] " label).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from bench.quality.systems import Baselines
 from bench.quality.units import Unit, extracted_units, make_unit, raw_units
 
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
+_LABEL = re.compile(r"^- \[[^\]]*\] ")  # the rendered line's "- [date type: subject] " prefix
 MEMOPILOT_BUDGET = 2500
 EXTRA_BUDGETS = (128,)
 
@@ -295,7 +297,7 @@ async def run_memopilot(
                     tokens=tokens,
                     source_tokens=source_tokens,
                     source_chars4=source_chars4,
-                    context_chars4=sum(len(line) // 4 for line in lines),
+                    context_chars4=sum(len(_LABEL.sub("", line)) // 4 for line in lines),
                 )
             )
     return rows
