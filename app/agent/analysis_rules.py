@@ -101,8 +101,21 @@ SUBJECT_SYNONYMS: Final[dict[str, str]] = {
 # the canonical memory type of well-known slots (applied to fact/preference/decision/identity)
 SUBJECT_TYPES: Final[dict[str, str]] = {
     **dict.fromkeys(
-        ("theme", "editor", "indentation", "shell", "response style", "programming language"), "preference"
+        (
+            "theme",
+            "editor",
+            "indentation",
+            "shell",
+            "response style",
+            "programming language",
+            "drink",
+            "color",
+            "colour",
+        ),
+        "preference",
     ),
+    # A diet gates decisions like any constraint; corrections of it must land in the same slot.
+    "diet": "constraint",
     **dict.fromkeys(
         (
             "frontend framework",

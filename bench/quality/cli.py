@@ -8,6 +8,7 @@
 Output: bench/results/<run>/results.json (every per-question result), summary.md (tables) and
 curves-*.png (recall and staleness against budget, one line per system, per dataset/embedder/mode).
 Engram runs in-process on a throwaway embedded PostgreSQL (or BENCH_DATABASE_URL).
+`python -m bench.quality --render bench/results/<run>` redraws the tables and curves of an earlier run.
 """
 
 from __future__ import annotations
