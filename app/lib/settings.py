@@ -106,8 +106,10 @@ class Settings(BaseSettings):
     default_token_budget: int = 1024
     candidate_k: int = 50
     keyword_max_matches: int = 1000  # full-text matches ranked per recall (bounds broad OR queries)
-    exact_scan_max_rows: int = 5000  # above this many live rows in scope, HNSW with iterative scan
-    hnsw_ef_search: int = 100
+    exact_scan_max_rows: int = (
+        200_000  # above this many live rows in scope, HNSW (approximate) instead of exact
+    )
+    hnsw_ef_search: int = 100  # HNSW candidate list size (higher: closer to exact, slower)
     hnsw_min_share: float = 0.02  # HNSW only when the scope is at least this share of the table
     min_relevance: float | None = None  # None: the embedder's own floor
     keyword_saturation: float = 0.1

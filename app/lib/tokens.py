@@ -14,6 +14,12 @@ def _encoding(name: str) -> tiktoken.Encoding:
     return tiktoken.get_encoding(name)
 
 
+@lru_cache(maxsize=20_000)
+def _count(encoding: str, text: str) -> int:
+    """Recall renders the same memory lines again and again: their counts are remembered (~10 MB)."""
+    return len(_encoding(encoding).encode(text, disallowed_special=()))
+
+
 class TokenCounter:
     """Counts tokens of the exact strings that go into a prompt."""
 
@@ -25,7 +31,7 @@ class TokenCounter:
         """Number of tokens of `text` as the model will see it."""
         if not text:
             return 0
-        return len(self._enc.encode(text, disallowed_special=()))
+        return _count(self.encoding, text)
 
     def truncate(self, text: str, max_tokens: int) -> str:
         """The longest prefix of `text` that fits in `max_tokens` tokens."""

@@ -8,6 +8,7 @@ from app.embeddings.base import Embedder
 from app.lib.clock import Clock
 from app.lib.settings import Settings
 from app.lib.tokens import TokenCounter
+from app.memory.plan import SCOPE_SIZES, ScopeSizes
 from app.memory.repository import MemoryRepository
 
 # Minimum relevance per embedder family: below it a memory is not about the query at all.
@@ -23,6 +24,7 @@ class MemoryDeps:
     settings: Settings
     counter: TokenCounter
     clock: Clock
+    scope_sizes: ScopeSizes = SCOPE_SIZES  # shared by the process: large scopes' counts
 
     def relevance_floor(self) -> float:
         if self.settings.min_relevance is not None:

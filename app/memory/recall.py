@@ -59,7 +59,7 @@ class Recaller:
         mark = time.perf_counter()
         now = deps.clock.now()
         scope = Scope(deps.repo.tenant, request.user_id, request.project_id)
-        size, table = await deps.repo.scope_size(scope, now, settings.exact_scan_max_rows + 1)
+        size, table = await deps.scope_sizes.size(deps.repo, scope, now, settings.exact_scan_max_rows + 1)
         use_index = use_hnsw(PlanInput(size, table, settings.exact_scan_max_rows, settings.hnsw_min_share))
         rows = await deps.repo.candidates(
             scope,
@@ -71,6 +71,7 @@ class Recaller:
             now=now,
             use_index=use_index,
             keyword_cap=settings.keyword_max_matches,
+            ef_search=settings.hnsw_ef_search,
         )
         latency["sql"] = _ms(mark)
 

@@ -118,6 +118,7 @@ class MemoryRepository:
         subject: str | None,
         *,
         index_dim: int | None = None,
+        ef_search: int = 100,
     ) -> tuple[Memory, float] | None:
         """The closest live memory of the same type in the same scope that could be the same fact.
 
@@ -134,7 +135,7 @@ class MemoryRepository:
                 text(f"CAST(:qvec AS vector({dim}))")
             )
             model_condition = Memory.embed_model == literal_column("'" + embed_model.replace("'", "''") + "'")
-            await self._hnsw_settings()
+            await self._hnsw_settings(ef_search)
         conditions = [*self._live_in_scope(scope), Memory.type == mtype, model_condition]
         if subject is not None:
             conditions.append(or_(Memory.subject.is_(None), Memory.subject == subject))
@@ -256,6 +257,7 @@ class MemoryRepository:
         now: datetime,
         use_index: bool,
         keyword_cap: int = 2000,
+        ef_search: int = 100,
     ) -> list[CandidateRow]:
         """Top-k by cosine, top-k by full-text rank, plus pinned and critical memories, with raw scores."""
         if use_index:
@@ -263,7 +265,7 @@ class MemoryRepository:
             model_lit = embed_model.replace("'", "''")
             distance = f"(embedding::vector({int(dim)}) <=> CAST(:qvec AS vector({int(dim)})))"
             model_filter = f"embed_model = '{model_lit}'"
-            await self._hnsw_settings()
+            await self._hnsw_settings(ef_search)
         else:
             # Not the indexed expression: the planner scans the scope's rows exactly.
             distance = "(embedding <=> CAST(:qvec AS vector))"

@@ -88,7 +88,7 @@ class MemoryWriter:
         if scope not in self._scope_sizes:
             settings = self.deps.settings
             cap = settings.exact_scan_max_rows
-            size, table = await self.repo.scope_size(scope, self.deps.clock.now(), cap + 1)
+            size, table = await self.deps.scope_sizes.size(self.repo, scope, self.deps.clock.now(), cap + 1)
             self._scope_sizes[scope] = use_hnsw(PlanInput(size, table, cap, settings.hnsw_min_share))
         return self._scope_sizes[scope]
 
@@ -140,7 +140,13 @@ class MemoryWriter:
         thresholds = self.deps.embedder.thresholds
         index_dim = self.deps.embedder.dim if await self._large(scope) else None
         nearest = await self.repo.nearest_of_type(
-            scope, p.item.type, vector, self.deps.embedder.name, p.subject, index_dim=index_dim
+            scope,
+            p.item.type,
+            vector,
+            self.deps.embedder.name,
+            p.subject,
+            index_dim=index_dim,
+            ef_search=self.deps.settings.hnsw_ef_search,
         )
         return decide_semantic(
             p.observed_at,

@@ -1,0 +1,56 @@
+"""The per-process memory of large scopes' sizes: a plan hint that must never go stale for small scopes."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
+
+from app.db.session import set_tenant
+from app.memory.plan import ScopeSizes
+from app.memory.repository import MemoryRepository, Scope
+from app.tenancy.types import TenantId
+from tests.conftest import Api
+
+
+async def _size(engine: AsyncEngine, sizes: ScopeSizes, tenant: TenantId, user: str) -> int:
+    async with async_sessionmaker(engine)() as session, session.begin():
+        await set_tenant(session, tenant)
+        repo = MemoryRepository(session, tenant)
+        rows, _ = await sizes.size(repo, Scope(tenant, user, None), datetime.now(UTC), 100)
+    return rows
+
+
+async def test_large_scopes_are_remembered_and_small_ones_counted_every_time(
+    api: Api, app_engine: AsyncEngine
+) -> None:
+    tenant = TenantId(api.tenant_id)
+    sizes = ScopeSizes(remember_from=3, ttl_seconds=3600)
+    for fact in ("The build runs on Fridays", "The cat is called Miso", "Our VPN is WireGuard"):
+        await api.remember(user_id="large", content=fact)
+    await api.remember(user_id="small", content="Lunch is at noon")
+
+    assert await _size(app_engine, sizes, tenant, "large") == 3
+    assert await _size(app_engine, sizes, tenant, "small") == 1
+    await api.remember(user_id="large", content="The office plant is a fern")
+    await api.remember(user_id="small", content="The printer is on floor two")
+
+    assert await _size(app_engine, sizes, tenant, "large") == 3  # remembered
+    assert await _size(app_engine, sizes, tenant, "small") == 2  # counted again
+
+
+async def test_remembered_sizes_expire(api: Api, app_engine: AsyncEngine) -> None:
+    tenant = TenantId(api.tenant_id)
+    sizes = ScopeSizes(remember_from=1, ttl_seconds=0.0)
+    await api.remember(user_id="u", content="The build runs on Fridays")
+    assert await _size(app_engine, sizes, tenant, "u") == 1
+    await api.remember(user_id="u", content="The cat is called Miso")
+    assert await _size(app_engine, sizes, tenant, "u") == 2
+
+
+async def test_remembered_sizes_are_per_tenant(api: Api, other_api: Api, app_engine: AsyncEngine) -> None:
+    sizes = ScopeSizes(remember_from=1, ttl_seconds=3600)
+    await api.remember(user_id="u", content="The build runs on Fridays")
+    await api.remember(user_id="u", content="The cat is called Miso")
+    assert await _size(app_engine, sizes, TenantId(api.tenant_id), "u") == 2
+    assert await _size(app_engine, sizes, TenantId(other_api.tenant_id), "u") == 0
