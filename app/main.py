@@ -38,6 +38,7 @@ from app.lib.logging import configure_logging
 from app.lib.settings import Settings
 from app.lib.tokens import TokenCounter
 from app.memory.maintenance import service_maintenance
+from app.memory.reinforcement import Reinforcements
 from app.state import Services
 
 APP_ROLE = "engram_app"
@@ -73,6 +74,8 @@ def create_app(
     services = Services(
         settings=settings, clock=clock or SystemClock(), counter=TokenCounter(), embedder=embedder, chat=chat
     )
+    if settings.reinforce_interval_s > 0:
+        services.reinforcements = Reinforcements(engine, settings.reinforce_interval_s)
     owns_embedder = embedder is None
 
     @asynccontextmanager
@@ -87,11 +90,15 @@ def create_app(
         app.state.maintenance = maintenance
         if maintenance is not None:
             maintenance.start()
+        if services.reinforcements is not None:
+            services.reinforcements.start()
         try:
             yield
         finally:
             if maintenance is not None:
                 await maintenance.stop()
+            if services.reinforcements is not None:
+                await services.reinforcements.stop()  # flushes what recalls noted
             if owns_embedder and services.embedder is not None:
                 await services.embedder.aclose()
                 services.embedder = None

@@ -9,6 +9,7 @@ from app.embeddings.base import Embedder
 from app.lib.clock import Clock
 from app.lib.settings import Settings
 from app.lib.tokens import TokenCounter
+from app.memory.reinforcement import Reinforcements
 
 
 @dataclass(slots=True)
@@ -19,6 +20,7 @@ class Services:
     embedder: Embedder | None = None
     chat: ChatProvider | None = None  # the configured model: online when an endpoint is set
     offline: ChatProvider | None = None  # the offline model: the fallback when the online one fails
+    reinforcements: Reinforcements | None = None  # recall's batched reinforcement (None: inline)
 
     def require_embedder(self) -> Embedder:
         if self.embedder is None:

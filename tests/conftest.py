@@ -37,6 +37,7 @@ def settings(database: TestDatabase, tmp_path_factory: pytest.TempPathFactory) -
         log_json=True,
         db_pool_size=20,
         db_max_overflow=40,
+        reinforce_interval_s=0,  # deterministic store snapshots; batched mode: test_reinforcement.py
     )
 
 

@@ -61,6 +61,7 @@ async def provide_memory_service(
         settings=services.settings,
         counter=services.counter,
         clock=services.clock,
+        reinforcements=services.reinforcements,
     )
     return MemoryService(deps, actor=f"key:{principal.key_id}")
 

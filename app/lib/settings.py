@@ -122,6 +122,8 @@ class Settings(BaseSettings):
 
     # Lifecycle (sweep) and dreaming.
     maintenance_interval_s: float = Field(default=0.0, ge=0)  # 0: no periodic sweep in the service
+    # Recall's reinforcement is batched and written every this many seconds; 0: inside each recall.
+    reinforce_interval_s: float = Field(default=1.0, ge=0)
     archive_after_days: float = Field(default=90.0, ge=0)  # cold: unused this long (0: never archive)
     archive_importance_below: float = Field(default=0.3, ge=0, le=1)  # ... and less important than this
     dream_max_memories: int = Field(default=300, ge=1)  # most recent live memories a dream looks at

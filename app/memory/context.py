@@ -9,6 +9,7 @@ from app.lib.clock import Clock
 from app.lib.settings import Settings
 from app.lib.tokens import TokenCounter
 from app.memory.plan import SCOPE_SIZES, ScopeSizes
+from app.memory.reinforcement import Reinforcements
 from app.memory.repository import MemoryRepository
 
 # Minimum relevance per embedder family: below it a memory is not about the query at all.
@@ -25,6 +26,7 @@ class MemoryDeps:
     counter: TokenCounter
     clock: Clock
     scope_sizes: ScopeSizes = SCOPE_SIZES  # shared by the process: large scopes' counts
+    reinforcements: Reinforcements | None = None  # None: recall reinforces in its own transaction
 
     def relevance_floor(self) -> float:
         if self.settings.min_relevance is not None:

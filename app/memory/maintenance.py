@@ -9,18 +9,15 @@ is an event with its reason; a second run finds nothing left to do.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import threading
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.db.session import create_engine, set_tenant
 from app.lib.clock import Clock
 from app.lib.logging import get_logger
+from app.lib.periodic import PeriodicTask
 from app.lib.settings import Settings
 from app.memory.lifecycle import SweepAction, SweepPolicy, sweep_decision
 from app.memory.maintenance_repository import MaintenanceRepository
@@ -105,39 +102,6 @@ async def sweep_tenants(
     return reports
 
 
-class PeriodicTask:
-    """Runs `job` now and then every `interval_s` until stopped; a failed run is logged, not fatal."""
-
-    def __init__(self, job: Callable[[], Awaitable[object]], interval_s: float) -> None:
-        self._job = job
-        self._interval = interval_s
-        self._stop = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-        self.runs = 0
-        # Set after every run, so a test can wait for one instead of sleeping. A threading.Event because
-        # the lifespan (and this task) may run on another thread's loop than the one waiting.
-        self.ran = threading.Event()
-
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._loop(), name="engram-maintenance")
-
-    async def stop(self) -> None:
-        self._stop.set()
-        if self._task is not None:
-            await self._task
-
-    async def _loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                await self._job()
-            except (SQLAlchemyError, OSError) as exc:  # the database may be briefly away; try next time
-                log.warning("maintenance_failed", error_type=type(exc).__name__, exc_info=exc)
-            self.runs += 1
-            self.ran.set()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), self._interval)
-
-
 class ServiceMaintenance:
     """The in-service periodic sweep: its own small owner engine, disposed on stop."""
 
@@ -145,7 +109,9 @@ class ServiceMaintenance:
         assert settings.database_url is not None
         self._engine = create_engine(settings.database_url, pool_size=1, max_overflow=0)
         self.task = PeriodicTask(
-            lambda: sweep_tenants(self._engine, settings, clock), settings.maintenance_interval_s
+            lambda: sweep_tenants(self._engine, settings, clock),
+            settings.maintenance_interval_s,
+            name="maintenance",
         )
 
     def start(self) -> None:

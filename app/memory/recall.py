@@ -130,7 +130,11 @@ class Recaller:
         latency["pack"] = _ms(mark)
 
         mark = time.perf_counter()
-        await deps.repo.reinforce([inc.item.ref.id for inc in packed.included], now)
+        packed_ids = [inc.item.ref.id for inc in packed.included]
+        if deps.reinforcements is not None:
+            deps.reinforcements.note(deps.repo.tenant, packed_ids, now)  # written in the background
+        else:
+            await deps.repo.reinforce(packed_ids, now)
         latency["reinforce"] = _ms(mark)
         latency["total"] = _ms(started)
 

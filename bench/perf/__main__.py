@@ -69,6 +69,7 @@ async def latency_section(
     floor = await Floor.connect(to_asyncpg_dsn(app_url), embedder, settings.exact_scan_max_rows, k)
     engine = create_engine(app_url, pool_size=4, max_overflow=0)
     service = InProcess(engine, settings, embedder)
+    service.reinforcements.start()
     floor_ms, local_ms, overlaps = [], [], []
     for probe in tqdm(probes, desc="floor / in-process / exactness", leave=False):
         hnsw = await service.uses_index(probe)
@@ -79,6 +80,7 @@ async def latency_section(
         got = set(await service.semantic_candidates(probe, k, hnsw))
         overlaps.append(len(got & set(exact_ids)) / len(exact_ids) if exact_ids else 1.0)
     writes = await write_section(service, probes[0].scope)
+    await service.reinforcements.stop()
     await floor.close()
     await engine.dispose()
     return {

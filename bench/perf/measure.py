@@ -18,6 +18,7 @@ from app.lib.tokens import TokenCounter
 from app.memory.context import MemoryDeps
 from app.memory.models import RecallInput, RememberInput
 from app.memory.plan import PlanInput, use_hnsw
+from app.memory.reinforcement import Reinforcements
 from app.memory.repository import MemoryRepository, Scope, or_tsquery
 from app.memory.service import MemoryService
 from app.tenancy.types import TenantId
@@ -75,15 +76,25 @@ class Floor:
 
 
 class InProcess:
-    """The service code a request runs: one transaction per call, tenant bound, reinforce included."""
+    """The service code a request runs: one transaction per call, tenant bound, reinforcement batched
+    in the background as the service does it (started and stopped by the caller)."""
 
     def __init__(self, engine: AsyncEngine, settings: Settings, embedder: HashEmbedder) -> None:
         self.maker = async_sessionmaker(engine, expire_on_commit=False)
         self.settings, self.embedder, self.counter = settings, embedder, TokenCounter()
+        self.reinforcements = Reinforcements(engine, settings.reinforce_interval_s)
 
     def _service(self, session: object, tenant: TenantId) -> MemoryService:
         repo = MemoryRepository(session, tenant)  # type: ignore[arg-type]
-        return MemoryService(MemoryDeps(repo, self.embedder, self.settings, self.counter, SystemClock()))
+        deps = MemoryDeps(
+            repo,
+            self.embedder,
+            self.settings,
+            self.counter,
+            SystemClock(),
+            reinforcements=self.reinforcements,
+        )
+        return MemoryService(deps)
 
     async def recall(self, probe: Probe) -> float:
         tenant = TenantId(probe.scope.tenant)

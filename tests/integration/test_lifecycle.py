@@ -16,9 +16,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.cli import main
 from app.lib.clock import FrozenClock
+from app.lib.periodic import PeriodicTask
 from app.lib.settings import Settings
 from app.main import create_app
-from app.memory.maintenance import PeriodicTask, service_maintenance, sweep_tenants
+from app.memory.maintenance import service_maintenance, sweep_tenants
 from tests.conftest import Api, NewTenant, running_client
 from tests.support.database import TestDatabase
 from tests.support.tables import table_rows, tenant_name
