@@ -41,7 +41,7 @@ def use_hnsw(p: PlanInput) -> bool:
 class ScopeSizes:
     """Per-process memory of large scopes' live-row counts (a plan hint, never a correctness input)."""
 
-    def __init__(self, *, remember_from: int = 10_000, ttl_seconds: float = 60.0, capacity: int = 10_000):
+    def __init__(self, *, remember_from: int = 1_000, ttl_seconds: float = 60.0, capacity: int = 10_000):
         self.remember_from, self.ttl, self.capacity = remember_from, ttl_seconds, capacity
         self._sizes: dict[tuple[str, str, str | None, int], tuple[float, int, float]] = {}
 
