@@ -10,7 +10,21 @@ from datetime import datetime
 from typing import Any
 
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import Float, Select, and_, cast, column, func, literal_column, or_, select, text
+from sqlalchemy import (
+    Float,
+    Integer,
+    Select,
+    and_,
+    cast,
+    column,
+    func,
+    literal_column,
+    or_,
+    select,
+    text,
+    tuple_,
+)
+from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import DreamProposal, Memory, MemoryEvent
@@ -144,6 +158,75 @@ class MemoryRepository:
         if row is None or row.distance is None:
             return None
         return row[0], 1.0 - float(row.distance)
+
+    # -- the same lookups for a whole batch (one statement each) -----------------------------------
+    async def lock_many(self, keys: Sequence[str]) -> None:
+        """`lock` for every key in one statement, taken in the given order (callers sort them)."""
+        await self.session.execute(
+            text(
+                "SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) "
+                "FROM unnest(CAST(:keys AS text[])) WITH ORDINALITY AS t(k, n)"
+            ),
+            {"keys": list(keys)},
+        )
+
+    async def live_with_hashes(self, scope: Scope, digests: Sequence[str]) -> list[Memory]:
+        query = select(Memory).where(*self._live_in_scope(scope), Memory.content_hash.in_(list(digests)))
+        return list((await self.session.scalars(query)).all())
+
+    async def slot_currents(self, scope: Scope, slots: Sequence[tuple[str, str]]) -> list[Memory]:
+        """`current_in_slot` for every (subject, type) of `slots`: the newest live memory of each."""
+        query = (
+            select(Memory)
+            .where(*self._live_in_scope(scope), tuple_(Memory.subject, Memory.type).in_(list(slots)))
+            .order_by(Memory.subject, Memory.type, Memory.valid_from.desc())
+            .ext(distinct_on(Memory.subject, Memory.type))
+        )
+        return list((await self.session.scalars(query)).all())
+
+    async def nearest_many(
+        self,
+        scope: Scope,
+        queries: Sequence[tuple[str, str | None, Sequence[float]]],
+        embed_model: str,
+    ) -> list[tuple[Memory, float] | None]:
+        """`nearest_of_type` (exact scan) for every (type, subject, vector) of `queries`, in one statement."""
+        project = "project_id IS NULL" if scope.project_id is None else "project_id = :project_id"
+        columns = ", ".join(f"m.{c}" for c in _MEMORY_COLUMNS)
+        sql = text(
+            f"""WITH q AS MATERIALIZED (
+                    SELECT ord, mtype, subject, CAST(vec AS vector) AS vec
+                    FROM unnest(CAST(:ords AS int[]), CAST(:types AS text[]), CAST(:subjects AS text[]),
+                                CAST(:vecs AS text[])) AS t(ord, mtype, subject, vec))
+                SELECT {columns}, q.ord AS ord, 1 - nn.distance AS cosine
+                FROM q CROSS JOIN LATERAL (
+                    SELECT id, embedding <=> q.vec AS distance FROM memories
+                    WHERE tenant_id = :tenant AND user_id = :user_id AND {project}
+                      AND status IN ('active', 'pinned') AND type = q.mtype AND embed_model = :embed_model
+                      AND embedding IS NOT NULL
+                      AND (q.subject IS NULL OR subject IS NULL OR subject = q.subject)
+                    ORDER BY distance LIMIT 1) nn
+                JOIN memories m ON m.tenant_id = :tenant AND m.id = nn.id"""
+        ).columns(
+            *(Memory.__table__.c[c] for c in _MEMORY_COLUMNS), column("ord", Integer), column("cosine", Float)
+        )
+        params: dict[str, Any] = {
+            "tenant": self.tenant,
+            "user_id": scope.user_id,
+            "embed_model": embed_model,
+            "ords": list(range(len(queries))),
+            "types": [q[0] for q in queries],
+            "subjects": [q[1] for q in queries],
+            "vecs": [vector_literal(q[2]) for q in queries],
+        }
+        if scope.project_id is not None:
+            params["project_id"] = scope.project_id
+        query = select(Memory, sql.selected_columns.ord, sql.selected_columns.cosine).from_statement(sql)
+        found: list[tuple[Memory, float] | None] = [None] * len(queries)
+        for memory, ord_, cosine in (await self.session.execute(query, params)).all():
+            if cosine is not None:
+                found[ord_] = (memory, float(cosine))
+        return found
 
     # -- writes -----------------------------------------------------------------------------------
     def add(self, memory: Memory) -> None:

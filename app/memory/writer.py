@@ -3,8 +3,9 @@ and write each memory under an advisory lock so concurrent writes to one slot se
 
 from __future__ import annotations
 
+import math
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from app.db.models import Memory
@@ -21,7 +22,7 @@ from app.memory.repository import Scope
 from app.memory.retire import retire
 from app.memory.slots import content_hash, hash_lock_key, normalise_subject, slot_lock_key
 from app.memory.supersession import Action, Decision, Existing, decide_semantic, decide_slot
-from app.memory.types import EventKind, MemoryStatus, MemoryType, Privacy, ProposalKind, Source
+from app.memory.types import LIVE_STATUSES, EventKind, MemoryStatus, MemoryType, Privacy, ProposalKind, Source
 
 
 @dataclass(slots=True)
@@ -35,6 +36,30 @@ class _Prepared:
     observed_at: datetime
     expires_at: datetime | None
     lock_key: str
+
+
+@dataclass(slots=True)
+class _ScopeView:
+    """What a batch knows about one scope without asking again: rows fetched up front, and its own writes.
+
+    Every answer equals what the per-item queries would return at that point of the batch; when the view
+    cannot be sure (a fetched row was retired by an earlier item), the writer flushes and asks the
+    database instead.
+    """
+
+    hashes: dict[str, list[Memory]] = field(default_factory=dict)  # digest -> live rows at batch start
+    slots: dict[tuple[str, str], Memory] = field(default_factory=dict)  # newest live row per slot at start
+    nearest: dict[int, tuple[Memory, float] | None] | None = None  # item -> nearest at start (exact only)
+    written: list[tuple[Memory, list[float]]] = field(default_factory=list)
+
+
+def _live(memory: Memory) -> bool:
+    return memory.status in LIVE_STATUSES
+
+
+def _cosine(a: list[float], b: list[float]) -> float:
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return sum(x * y for x, y in zip(a, b, strict=True)) / norm if norm else 0.0
 
 
 def _check(item: RememberInput, index: int | None, max_chars: int) -> None:
@@ -82,6 +107,8 @@ class MemoryWriter:
         self.deps = deps
         self.repo = deps.repo
         self._scope_sizes: dict[Scope, bool] = {}
+        self._views: dict[Scope, _ScopeView] | None = None  # set while a batch is being written
+        self._loaded: dict[uuid.UUID, Memory] = {}
 
     async def _large(self, scope: Scope) -> bool:
         """Whether the scope is past the exact-scan limit (asked once per scope and batch)."""
@@ -124,22 +151,91 @@ class MemoryWriter:
         prepared = [self._prepare(item, now) for item in items]
         vectors = await self.deps.embedder.embed([p.content for p in prepared])
         # Take every lock up front, in a fixed order, so two batches can never deadlock.
-        for key in sorted({p.lock_key for p in prepared}):
-            await self.repo.lock(key)
-        return [await self._write(p, vector, now, actor) for p, vector in zip(prepared, vectors, strict=True)]
+        await self.repo.lock_many(sorted({p.lock_key for p in prepared}))
+        if len(prepared) > 1:
+            await self._prefetch(prepared, vectors)
+        try:
+            results = [
+                await self._write(p, vector, now, actor, index)
+                for index, (p, vector) in enumerate(zip(prepared, vectors, strict=True))
+            ]
+        finally:
+            self._views, self._loaded = None, {}
+        await self.repo.flush()
+        return results
 
-    async def _decide(self, p: _Prepared, scope: Scope, vector: list[float]) -> Decision:
-        if p.subject is not None:
-            current = await self.repo.current_in_slot(scope, p.subject, p.item.type)
-            slot_decision = decide_slot(p.digest, p.observed_at, _existing(current))
-            if slot_decision is not None:
-                return slot_decision
-        duplicate = await self.repo.live_by_hash(scope, p.digest)
-        if duplicate is not None and duplicate.type == p.item.type:
-            return Decision(Action.DEDUPLICATE, duplicate.id)
-        thresholds = self.deps.embedder.thresholds
+    async def _prefetch(self, prepared: list[_Prepared], vectors: list[list[float]]) -> None:
+        """One statement per lookup and scope for the whole batch, instead of three per item."""
+        by_scope: dict[Scope, list[int]] = {}
+        for index, p in enumerate(prepared):
+            by_scope.setdefault(Scope(self.repo.tenant, p.item.user_id, p.item.project_id), []).append(index)
+        self._views = {}
+        for scope, indexes in by_scope.items():
+            view = _ScopeView()
+            for memory in await self.repo.live_with_hashes(
+                scope, sorted({prepared[i].digest for i in indexes})
+            ):
+                view.hashes.setdefault(memory.content_hash, []).append(memory)
+                self._loaded[memory.id] = memory
+            slots = sorted({(p.subject, p.item.type) for p in (prepared[i] for i in indexes) if p.subject})
+            if slots:
+                for memory in await self.repo.slot_currents(scope, slots):
+                    assert memory.subject is not None
+                    view.slots[(memory.subject, memory.type)] = memory
+                    self._loaded[memory.id] = memory
+            if not await self._large(scope):  # large scopes use the approximate index, item by item
+                queries = [(prepared[i].item.type, prepared[i].subject, vectors[i]) for i in indexes]
+                found = await self.repo.nearest_many(scope, queries, self.deps.embedder.name)
+                view.nearest = dict(zip(indexes, found, strict=True))
+                for hit in found:
+                    if hit is not None:
+                        self._loaded[hit[0].id] = hit[0]
+            self._views[scope] = view
+
+    async def _memory(self, memory_id: uuid.UUID) -> Memory | None:
+        return self._loaded.get(memory_id) or await self.repo.get(memory_id)
+
+    async def _slot_current(self, p: _Prepared, scope: Scope, view: _ScopeView | None) -> Memory | None:
+        assert p.subject is not None
+        if view is not None:
+            fetched = view.slots.get((p.subject, p.item.type))
+            if fetched is None or _live(fetched):
+                mine = [
+                    m
+                    for m, _ in view.written
+                    if _live(m) and m.subject == p.subject and m.type == p.item.type
+                ]
+                candidates = [m for m in (fetched, *mine) if m is not None]
+                return max(candidates, key=lambda m: m.valid_from) if candidates else None
+            await self.repo.flush()  # the fetched row was retired in this batch: ask the database
+        return await self.repo.current_in_slot(scope, p.subject, p.item.type)
+
+    async def _duplicate(self, p: _Prepared, scope: Scope, view: _ScopeView | None) -> Memory | None:
+        if view is None:
+            found = await self.repo.live_by_hash(scope, p.digest)
+            return found if found is not None and found.type == p.item.type else None
+        rows = [*view.hashes.get(p.digest, []), *(m for m, _ in view.written if m.content_hash == p.digest)]
+        return next((m for m in rows if _live(m) and m.type == p.item.type), None)
+
+    async def _nearest(
+        self, p: _Prepared, scope: Scope, vector: list[float], view: _ScopeView | None, index: int
+    ) -> tuple[Memory, float] | None:
+        if view is not None and view.nearest is not None:
+            fetched = view.nearest[index]
+            if fetched is None or _live(fetched[0]):
+                best = fetched
+                for memory, other in view.written:
+                    if not _live(memory) or memory.type != p.item.type:
+                        continue
+                    if p.subject is not None and memory.subject not in (None, p.subject):
+                        continue
+                    cosine = _cosine(vector, other)
+                    if best is None or cosine > best[1]:
+                        best = (memory, cosine)
+                return best
+            await self.repo.flush()  # the fetched row was retired in this batch: ask the database
         index_dim = self.deps.embedder.dim if await self._large(scope) else None
-        nearest = await self.repo.nearest_of_type(
+        return await self.repo.nearest_of_type(
             scope,
             p.item.type,
             vector,
@@ -148,6 +244,19 @@ class MemoryWriter:
             index_dim=index_dim,
             ef_search=self.deps.settings.hnsw_ef_search,
         )
+
+    async def _decide(self, p: _Prepared, scope: Scope, vector: list[float], index: int) -> Decision:
+        view = self._views.get(scope) if self._views is not None else None
+        if p.subject is not None:
+            current = await self._slot_current(p, scope, view)
+            slot_decision = decide_slot(p.digest, p.observed_at, _existing(current))
+            if slot_decision is not None:
+                return slot_decision
+        duplicate = await self._duplicate(p, scope, view)
+        if duplicate is not None:
+            return Decision(Action.DEDUPLICATE, duplicate.id)
+        thresholds = self.deps.embedder.thresholds
+        nearest = await self._nearest(p, scope, vector, view, index)
         return decide_semantic(
             p.observed_at,
             _existing(nearest[0]) if nearest else None,
@@ -157,10 +266,12 @@ class MemoryWriter:
             numbers_differ=nearest is not None and numeric_tokens_differ(nearest[0].content, p.content),
         )
 
-    async def _write(self, p: _Prepared, vector: list[float], now: datetime, actor: str) -> RememberResult:
+    async def _write(
+        self, p: _Prepared, vector: list[float], now: datetime, actor: str, index: int
+    ) -> RememberResult:
         item = p.item
         scope = Scope(self.repo.tenant, item.user_id, item.project_id)
-        decision = await self._decide(p, scope, vector)
+        decision = await self._decide(p, scope, vector, index)
         if decision.action is Action.DEDUPLICATE:
             assert decision.target is not None
             return await self._reinforce(decision.target, p, now, actor)
@@ -177,7 +288,7 @@ class MemoryWriter:
         )
         superseded: list[uuid.UUID] = []
         proposals: list[uuid.UUID] = []
-        old = await self.repo.get(decision.target) if decision.target else None
+        old = await self._memory(decision.target) if decision.target else None
         if decision.action is Action.SUPERSEDE and old is not None:
             self._supersede(old, memory, decision, now, actor)
             superseded.append(old.id)
@@ -200,7 +311,12 @@ class MemoryWriter:
                 model=None,
             )
             proposals.append(proposal.id)
-        await self.repo.flush()
+        view = self._views.get(scope) if self._views is not None else None
+        if view is None:
+            await self.repo.flush()
+        else:  # the batch flushes once at its end; later items see this memory through the view
+            view.written.append((memory, vector))
+            self._loaded[memory.id] = memory
         action = "superseded" if superseded else "created"
         return RememberResult(memory, action, superseded, proposals, p.redacted)
 
@@ -271,7 +387,7 @@ class MemoryWriter:
         )
 
     async def _reinforce(self, target: uuid.UUID, p: _Prepared, now: datetime, actor: str) -> RememberResult:
-        memory = await self.repo.get(target)
+        memory = await self._memory(target)
         assert memory is not None
         memory.access_count += 1
         memory.last_accessed_at = now
@@ -286,7 +402,8 @@ class MemoryWriter:
             reason="the same content was written again",
             details={"source": p.item.source},
         )
-        await self.repo.flush()
+        if self._views is None:
+            await self.repo.flush()
         return RememberResult(memory, "deduplicated", [], [], p.redacted)
 
 
