@@ -3,10 +3,12 @@ and write each memory under an advisory lock so concurrent writes to one slot se
 
 from __future__ import annotations
 
-import math
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+
+import numpy as np
+import numpy.typing as npt
 
 from app.db.models import Memory
 from app.embeddings.base import numeric_tokens_differ
@@ -50,16 +52,17 @@ class _ScopeView:
     hashes: dict[str, list[Memory]] = field(default_factory=dict)  # digest -> live rows at batch start
     slots: dict[tuple[str, str], Memory] = field(default_factory=dict)  # newest live row per slot at start
     nearest: dict[int, tuple[Memory, float] | None] | None = None  # item -> nearest at start (exact only)
-    written: list[tuple[Memory, list[float]]] = field(default_factory=list)
+    written: list[tuple[Memory, npt.NDArray[np.float64]]] = field(default_factory=list)  # unit vectors
 
 
 def _live(memory: Memory) -> bool:
     return memory.status in LIVE_STATUSES
 
 
-def _cosine(a: list[float], b: list[float]) -> float:
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return sum(x * y for x, y in zip(a, b, strict=True)) / norm if norm else 0.0
+def _unit(vector: list[float]) -> npt.NDArray[np.float64]:
+    array = np.asarray(vector, dtype=np.float64)
+    norm = float(np.linalg.norm(array))
+    return array / norm if norm else array
 
 
 def _check(item: RememberInput, index: int | None, max_chars: int) -> None:
@@ -223,16 +226,20 @@ class MemoryWriter:
         if view is not None and view.nearest is not None:
             fetched = view.nearest[index]
             if fetched is None or _live(fetched[0]):
-                best = fetched
-                for memory, other in view.written:
-                    if not _live(memory) or memory.type != p.item.type:
-                        continue
-                    if p.subject is not None and memory.subject not in (None, p.subject):
-                        continue
-                    cosine = _cosine(vector, other)
-                    if best is None or cosine > best[1]:
-                        best = (memory, cosine)
-                return best
+                mine = [
+                    (memory, unit)
+                    for memory, unit in view.written
+                    if _live(memory)
+                    and memory.type == p.item.type
+                    and (p.subject is None or memory.subject in (None, p.subject))
+                ]
+                if not mine:
+                    return fetched
+                cosines = np.stack([unit for _, unit in mine]) @ _unit(vector)
+                at = int(np.argmax(cosines))
+                if fetched is None or float(cosines[at]) > fetched[1]:
+                    return mine[at][0], float(cosines[at])
+                return fetched
             await self.repo.flush()  # the fetched row was retired in this batch: ask the database
         index_dim = self.deps.embedder.dim if await self._large(scope) else None
         return await self.repo.nearest_of_type(
@@ -315,7 +322,7 @@ class MemoryWriter:
         if view is None:
             await self.repo.flush()
         else:  # the batch flushes once at its end; later items see this memory through the view
-            view.written.append((memory, vector))
+            view.written.append((memory, _unit(vector)))
             self._loaded[memory.id] = memory
         action = "superseded" if superseded else "created"
         return RememberResult(memory, action, superseded, proposals, p.redacted)
