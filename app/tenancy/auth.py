@@ -8,12 +8,16 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.session import set_tenant
 from app.lib.errors import Unauthorized
 from app.tenancy.keys import KEY_PREFIX, hash_key
 from app.tenancy.types import TenantId
 
-AUTHENTICATE = text("SELECT tenant_id, key_id FROM engram_authenticate(:key_hash)")
+# Resolving the key binds the transaction to its tenant in the same statement (one round trip): the
+# function is SECURITY DEFINER, so RLS does not hide the key row; every later statement sees the binding.
+AUTHENTICATE = text(
+    "SELECT tenant_id, key_id, set_config('app.tenant_id', tenant_id::text, true) AS bound "
+    "FROM engram_authenticate(:key_hash)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +45,4 @@ async def authenticate(session: AsyncSession, authorization: str | None) -> Prin
     row = (await session.execute(AUTHENTICATE, {"key_hash": hash_key(token)})).first()
     if row is None:
         raise Unauthorized("invalid or revoked API key")
-    principal = Principal(tenant=TenantId(row.tenant_id), key_id=row.key_id)
-    await set_tenant(session, principal.tenant)
-    return principal
+    return Principal(tenant=TenantId(row.tenant_id), key_id=row.key_id)
