@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.agent.analysis import (
+from app.language.analysis import (
     MEMORY_TYPES,
     Analysis,
     FactIntent,

@@ -1,4 +1,4 @@
-"""Pattern tables for the rule-based message analyser (:mod:`app.agent.analysis`).
+"""Pattern tables for the rule-based message analyser (:mod:`app.language.analysis`).
 
 Everything here is data: word lists, synonym tables and compiled regular expressions. The
 analyser walks the ordered :data:`RULES` table and the first rule whose pattern matches a
