@@ -53,6 +53,7 @@ def test_diet_and_budget_never_share_a_slot() -> None:
         "Thanks, that helps!",
         "I watched a documentary about octopuses last night.",
         "Forget my home city.",
+        "I live in Porto" + ", which I love" * 40 + ".",  # longer than any one statement
         "The staging database runs on a small instance",  # a thing described, not the user's own
     ],
 )
