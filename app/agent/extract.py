@@ -1,7 +1,7 @@
 """Fact extraction (`POST /v1/memories/extract`): messages in, memory actions out.
 
 Online, a JSON-only "memory editor" prompt proposes actions; its output is untrusted input: validated,
-clamped, and anything unusable dropped. Offline, `app.agent.analysis` does the same deterministically.
+clamped, and anything unusable dropped. Offline, `app.language.analysis` does the same deterministically.
 Either way every created memory is written in one batch (one embedding call per request).
 """
 
@@ -14,8 +14,8 @@ from typing import Annotated, Any
 
 import msgspec
 
-from app.agent.analysis import analyse, extract_facts
 from app.agent.providers.base import ChatProvider
+from app.language.analysis import analyse, extract_facts
 from app.memory.types import MemoryType
 
 EDITOR_PROMPT = """You are a memory editor. From the conversation below, extract durable facts about the user

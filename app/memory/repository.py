@@ -526,3 +526,19 @@ class MemoryRepository:
             .limit(limit)
         )
         return list((await self.session.scalars(query)).all())
+
+    async def slotted_mentioning(self, scope: Scope, mtype: str, text: str, limit: int = 5) -> list[Memory]:
+        """Live memories of one type with a slot whose content contains `text`, newest first."""
+        escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        query = (
+            select(Memory)
+            .where(
+                *self._live_in_scope(scope),
+                Memory.type == mtype,
+                Memory.subject.is_not(None),
+                Memory.content.ilike(f"%{escaped}%", escape="\\"),
+            )
+            .order_by(Memory.valid_from.desc())
+            .limit(limit)
+        )
+        return list((await self.session.scalars(query)).all())

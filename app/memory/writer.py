@@ -18,6 +18,7 @@ from app.lib.validation import check_time
 from app.memory.context import MemoryDeps
 from app.memory.deadlines import deadline_expiry
 from app.memory.fingerprint import fingerprints
+from app.memory.inferred import infer_slots
 from app.memory.models import RememberInput, RememberResult
 from app.memory.plan import PlanInput, use_hnsw
 from app.memory.repository import Scope
@@ -151,6 +152,9 @@ class MemoryWriter:
         for index, item in enumerate(items):
             _check(item, index if len(items) > 1 else None, max_chars)
         now = self.deps.clock.now()
+        lapse = timedelta(seconds=self.deps.settings.temporary_ttl_seconds)
+        # Before the locks are taken: an inferred slot is locked like a given one.
+        items = await infer_slots(self.repo, items, now, lapse)
         prepared = [self._prepare(item, now) for item in items]
         vectors = await self.deps.embedder.embed([p.content for p in prepared])
         # Take every lock up front, in a fixed order, so two batches can never deadlock.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.agent.analysis import (
+from app.language.analysis import (
     MEMORY_TYPES,
     Analysis,
     FactIntent,
@@ -512,3 +512,57 @@ def test_polite_remember_question_stores_a_clean_statement() -> None:
 @pytest.mark.parametrize("message", ["lol ok", "ok cool thanks", "yes!"])
 def test_interjection_only_messages_are_chitchat(message: str) -> None:
     assert analyse(message).is_greeting_or_chitchat
+
+
+# --- critical rules: imperative rules and prohibitions only ------------------------------------
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "That must have been tough for you, Caroline.",
+        "It must be scary stepping into the unknown.",
+        "You must be so proud of her.",
+        "Congrats - you must be so stoked.",
+        "You must try it, it's amazing.",
+        "You must really enjoy having them around.",
+        "Having pets must be a wonderful experience.",
+        "The connection to nature must be incredible.",
+        "Your shoes must have a lot of stories behind them.",
+        "Must have been such an adrenaline rush.",
+        "Dairy-free is a must for me, especially for desserts.",
+        "Never been to something like that.",
+        "Never had a chance to visit it.",
+        "Never saw this coming.",
+        "Never give up.",
+        "Never say never.",
+        "Always here to help.",
+        "Always up for something sweet.",
+        "Always been interested in different cultures.",
+        "You never know the difference a kind gesture can make.",
+        "You never shy away from a challenge and always try something new.",
+        "We always look forward to our family camping trip.",
+    ],
+)
+def test_chat_phrases_with_must_never_or_always_are_not_critical_rules(message: str) -> None:
+    assert all(f.type != "critical_rule" for f in analyse(message).facts)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Never use emojis in commit messages",
+        "Always be concise",
+        "You must not share my address with anyone",
+        "We should never deploy on Fridays",
+        "All API responses must include a request id",
+        "Passwords must not be logged",
+        "The response must be in JSON",
+        "Don't ever push to production without a review",
+        "Under no circumstances delete the backups",
+        "Storing card numbers is strictly forbidden",
+        "Always format all code snippets with syntax highlighting when I ask about implementation details.",
+    ],
+)
+def test_imperative_rules_and_prohibitions_are_critical_rules(message: str) -> None:
+    assert only_fact(message).type == "critical_rule"

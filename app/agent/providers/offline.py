@@ -1,6 +1,6 @@
 """The offline model: a deterministic, rule-based stand-in for an LLM that runs the same loop.
 
-It reads intent and facts from the last user message (`app.agent.analysis`) and answers with real tool
+It reads intent and facts from the last user message (`app.language.analysis`) and answers with real tool
 calls (forget, remember, recall, in that order); once the tools have answered, it writes a templated
 reply from their results. No key, no network; tokens are counted with tiktoken like any model's.
 """
@@ -12,8 +12,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from app.agent.analysis import Analysis, analyse
 from app.agent.providers.base import ChatTurn, Message, Tool, ToolCall, Usage
+from app.language.analysis import Analysis, analyse
 from app.lib.tokens import TokenCounter
 
 OFFLINE_MODEL = "engram-offline-1"

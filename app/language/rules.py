@@ -1,4 +1,4 @@
-"""Pattern tables for the rule-based message analyser (:mod:`app.agent.analysis`).
+"""Pattern tables for the rule-based message analyser (:mod:`app.language.analysis`).
 
 Everything here is data: word lists, synonym tables and compiled regular expressions. The
 analyser walks the ordered :data:`RULES` table and the first rule whose pattern matches a
@@ -645,6 +645,26 @@ def _r(pattern: str, type_: str, subject: str = "none") -> Rule:
 
 
 _WE = r"(?:i|we|i'm|we're|i\s+am|we\s+are)"
+# A rule's verb: base form, not a participle or a chat idiom's filler ("Never been", "Always here").
+_RULE_VERB = (
+    r"(?!(?:been|had|was|were|did|went|got|made|knew|thought|felt|saw|seen|done|known|gone|took|came|said|"
+    r"told|heard|here|there|up|good|happy|glad|ready|fun|nice|great|so|such|a|an|the|my|your|our|his|her|"
+    r"their|this|that|it|i|you|we|too|just)\b)[a-z]+(?<![^e]ed)(?<!ing)\b"
+)
+# ... and something to do it to: a word past the particles ("Never give up" has none).
+_PARTICLE = (
+    r"(?:up|down|away|out|off|on|in|back|again|never|ever|it|that|this|anything|everything|too|so|now)"
+)
+_RULE_OBJECT = rf"\s+(?:{_PARTICLE}\s+)*(?!{_PARTICLE}\b)\w"
+# Subjects of an epistemic "must" ("It must be nice", "You must be proud", "That must have been hard").
+_PRONOUN = r"i|it|that|this|these|those|there|he|she|they|you|we|what|which|who|everything|something|anything"
+# What a rule's subject must do: an act, or be in a state set for it ("be reviewed", "be in JSON");
+# not "have been", "feel", "be so ...": guesses about how something was.
+_MUST_ACT = (
+    r"(?:be\s+(?:\w+ed|\w+en|kept|made|done|run|set|sent|shown|held|built|paid|put|read|in|under|below|"
+    r"above|at|within|less|more|fewer|no|one|only|between|shorter|longer)\b|(?!(?:be|have|'ve|feel|seem|look|"
+    r"sound|love|really|so|know)\b)[a-z]+\b)"
+)
 _ADV = r"(?:(?:\w+ly|really|still|also|now|much|do|just|even)\s+)?"
 RULES: Final[tuple[Rule, ...]] = (
     # mistakes and lessons
@@ -669,12 +689,17 @@ RULES: Final[tuple[Rule, ...]] = (
         r"(?:learn|study|master|get\s+better\s+at|improve)\b|\b(?:my|our)\s+(?:learning\s+)?goal\s+is\s+to\b",
         "learning_goal",
     ),
-    # absolute rules: imperative never/always, "X must (not)", forbidden/mandatory; never a slot
+    # absolute rules: an imperative never/always with something to do ("Never push to main"), a
+    # prohibition to the assistant ("you must not ..."), "<thing> must (not) <act>" and "is forbidden" /
+    # "mandatory"; never a slot. Not rules: chat idioms with the same words ("Never been there", "You
+    # never know", "Never give up", "That must have been tough", "You must try it", "a must").
     _r(
-        r"^(?:you\s+|we\s+)?(?:must\s+|should\s+)?(?:never|always)\b|^(?:don't|do\s+not)\s+ever\b|"
-        r"^(?:don't|do\s+not)\b.*\bever\b|^under\s+no\s+circumstances\b|^(?!i\b)(?:[\w'-]+\s+){0,6}?"
-        r"(?:must(?:\s+not|n't)?|shall\s+not)\s+\w+|\b(?:is|are)\s+(?:strictly\s+)?(?:forbidden|prohibited|"
-        r"not\s+allowed|mandatory|banned)\b",
+        rf"^(?:(?:you|we)\s+(?:must|should)\s+)?(?:never|always)\s+{_RULE_VERB}{_RULE_OBJECT}|"
+        rf"^(?:don't|do\s+not)\s+ever\s+{_RULE_VERB}{_RULE_OBJECT}|^(?:don't|do\s+not)\b.*\bever\b|"
+        r"^under\s+no\s+circumstances\b|^(?:you|we)\s+(?:must\s+not|mustn't|shall\s+not)\s+\w+|"
+        rf"^(?!(?:{_PRONOUN})\b)(?!\w+ing\b)(?:[\w'-]+\s+){{0,5}}?(?!(?:{_PRONOUN}|a)\s)[\w'-]+\s+"
+        rf"(?:must(?:\s+not|n't)?|shall\s+not)\s+{_MUST_ACT}|"
+        r"\b(?:is|are)\s+(?:strictly\s+)?(?:forbidden|prohibited|not\s+allowed|mandatory|banned)\b",
         "critical_rule",
     ),
     # constraints on the user (diets, allergies, budgets, personal limits)

@@ -2,7 +2,7 @@
 
 This is the deterministic heart of the offline model and the offline extractor. It needs no model,
 no network and no database: text in, structured intents out. The pattern tables live in
-:mod:`app.agent.analysis_rules`; this module walks a message sentence by sentence and clause by
+:mod:`app.language.rules`; this module walks a message sentence by sentence and clause by
 clause:
 
 1. chit-chat ("thanks!") yields nothing;
@@ -25,8 +25,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from app.agent import analysis_rules as rules
-from app.agent.analysis_rules import normalise_subject
+from app.language import rules
+from app.language.rules import normalise_subject
 
 __all__ = [
     "MEMORY_TYPES",
@@ -58,6 +58,11 @@ class FactIntent:
     is_correction: bool = False
     previous_value: str | None = None
     expires_hint: str | None = None
+    # How the slot was found: "vocabulary" (a well-known attribute: "I live in" -> home city, vim ->
+    # editor), "named" (the user calls it theirs: "my car is ..."), "described" (a thing the sentence
+    # names: "the staging database runs on ..."), "object" (the noun phrase of a like or preference:
+    # "I love hiking" -> hiking), "context" (an earlier sentence's slot); None: no slot.
+    subject_basis: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +108,7 @@ class _Draft:
     correction: bool
     previous: str | None
     explicit: bool
+    basis: str | None = None
 
 
 # --- public API -------------------------------------------------------------------------------
@@ -304,12 +310,12 @@ def _correction(body: str) -> tuple[str, str | None, bool]:
 def _draft(text: str, previous: str | None, corrected: bool, state: _State) -> _Draft | None:
     for rule in rules.RULES:
         if m := rule.pattern.search(text):
-            subject = _subject(rule, m, text)
+            subject, basis = _subject(rule, m, text)
             type_ = rule.type
             if type_ == "episodic" and corrected:
                 type_ = "fact"
             explicit = rule.subject in {"slot", "fixed:name"}
-            return _Draft(text, type_, subject, corrected, previous, explicit)
+            return _Draft(text, type_, subject, corrected, previous, explicit, basis if subject else None)
     if corrected and (resolved := _resolve_short_correction(text, previous, state)):
         return resolved
     if not rules.is_declarative(text):
@@ -326,9 +332,11 @@ def _resolve_short_correction(text: str, previous: str | None, state: _State) ->
         value, prev = rules.clean_value(m["new"]), rules.clean_value(m["prev"])
     if not value:
         return None
-    subject = rules.category_of(value) or state.last_subject
+    category = rules.category_of(value)
+    subject = category or state.last_subject
     content = f"The {subject} is {value}" if subject else text
-    return _Draft(content, "fact", subject, True, prev, False)
+    basis = "vocabulary" if category else "context" if subject else None
+    return _Draft(content, "fact", subject, True, prev, False, basis)
 
 
 def _finalise(draft: _Draft, state: _State) -> FactIntent:
@@ -337,7 +345,9 @@ def _finalise(draft: _Draft, state: _State) -> FactIntent:
         type_ = state.label
     if subject is not None and type_ in _SOFT_TYPES:
         type_ = rules.SUBJECT_TYPES.get(subject, type_)
-    type_, subject, hint = _timing(draft.text, type_, subject)
+    type_, timed_subject, hint = _timing(draft.text, type_, subject)
+    basis = draft.basis if timed_subject == subject else "named" if timed_subject else None
+    subject = timed_subject
     importance = rules.IMPORTANCE[type_]
     if rules.INTENSIFIERS.search(draft.text):
         importance = min(1.0, importance + rules.INTENSITY_BUMP)
@@ -351,6 +361,7 @@ def _finalise(draft: _Draft, state: _State) -> FactIntent:
         is_correction=draft.correction,
         previous_value=draft.previous,
         expires_hint=hint,
+        subject_basis=basis,
     )
 
 
@@ -399,33 +410,47 @@ def _mentions(body: str, subject: str) -> bool:
 # --- subjects ---------------------------------------------------------------------------------
 
 
-def _subject(rule: rules.Rule, m: re.Match[str], text: str) -> str | None:
+def _subject(rule: rules.Rule, m: re.Match[str], text: str) -> tuple[str | None, str]:
+    """(the slot, how it was found: see `FactIntent.subject_basis`)."""
     kind = rule.subject
     if kind.startswith("fixed:"):
-        return kind.removeprefix("fixed:")
+        return kind.removeprefix("fixed:"), "vocabulary"
     if kind in {"slot", "switch"} and (slot := rules.group(m, "subj")):
-        return normalise_subject(slot) or None
+        return normalise_subject(slot) or None, _named(m, text)
     if kind == "diet":
-        return rules.DIET_SUBJECTS.get((rules.group(m, "diet", "diet2") or "").lower())
+        return rules.DIET_SUBJECTS.get((rules.group(m, "diet", "diet2") or "").lower()), "vocabulary"
     if kind == "allergy":
-        return _allergy_subject(m)
+        return _allergy_subject(m), "vocabulary"
     if kind == "relhome":
-        return f"{normalise_subject(m['rel'])} home city"
+        return f"{normalise_subject(m['rel'])} home city", "vocabulary"
     obj = rules.group(m, "obj", "obj2", "obj3")
     if kind == "role":
         head = rules.noun_head(obj)
-        return "occupation" if head and rules.ROLE_HEAD.search(head) else None
+        return ("occupation" if head and rules.ROLE_HEAD.search(head) else None), "vocabulary"
     if kind in {"category", "switch"}:
+        if category := rules.category_of(text):
+            return category, "vocabulary"
+        if scope := rules.scope_of(text):
+            return scope, "described"
         subj = rules.group(m, "subj")
-        return (
-            rules.category_of(text)
-            or rules.scope_of(text)
-            or (normalise_subject(subj) or None if subj else None)
-        )
+        return (normalise_subject(subj) or None if subj else None), _named(m, text)
     if kind in {"head", "thing"}:
-        found = rules.category_of(obj or text)
-        return found or (rules.noun_head(obj) if kind == "head" else rules.noun_phrase(obj))
-    return None
+        if found := rules.category_of(obj or text):
+            return found, "vocabulary"
+        return (rules.noun_head(obj) if kind == "head" else rules.noun_phrase(obj)), "object"
+    return None, "none"
+
+
+def _named(m: re.Match[str], text: str) -> str:
+    """ "named" when the user calls the attribute theirs ("my car", "our budget"), else "described"
+    ("the staging database runs on ...": a thing, not an attribute of the user)."""
+    if "subj" not in m.re.groupindex or m["subj"] is None:
+        return "described"
+    before = text[: m.start("subj")].lower()
+    own = re.search(r"\b(?:my|our)\s+(?:favou?rite\s+|preferred\s+)?$", before) or re.match(
+        r"(?:my|our)\s", m["subj"].lower()
+    )
+    return "named" if own else "described"
 
 
 def _allergy_subject(m: re.Match[str]) -> str | None:
@@ -446,5 +471,11 @@ def _split_list(draft: _Draft) -> list[_Draft]:
         return [draft]
     prefix = draft.text[: m.start("items")]
     return [
-        replace(draft, text=f"{prefix}{item}", subject=s) for item, s in zip(items, subjects, strict=True)
+        replace(
+            draft,
+            text=f"{prefix}{item}",
+            subject=s,
+            basis="vocabulary" if rules.category_of(item) else "object",
+        )
+        for item, s in zip(items, subjects, strict=True)
     ]
