@@ -76,6 +76,8 @@ class Recaller:
         latency["sql"] = _ms(mark)
 
         mark = time.perf_counter()
+        # A fixed order (newest first) so equal scores always pack the same way, whatever order SQL used.
+        rows.sort(key=lambda r: (r.memory.valid_from, r.memory.id.bytes), reverse=True)
         wanted_types = set(request.types) if request.types else None
         items: list[PackItem[Memory]] = []
         scored: dict[uuid.UUID, tuple[float, float, dict[str, float]]] = {}

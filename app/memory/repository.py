@@ -359,7 +359,7 @@ class MemoryRepository:
             f"""SELECT id, ts_rank_cd(content_tsv, q) AS rank
                 FROM (SELECT id, content_tsv, q FROM memories, to_tsquery('english', :tsq) q
                       WHERE {_SCOPE_SQL} AND content_tsv @@ q LIMIT :kw_cap) matched
-                ORDER BY rank DESC LIMIT :k"""
+                ORDER BY rank DESC, id LIMIT :k"""
             if tsquery
             else "SELECT NULL::uuid AS id, 0.0::real AS rank WHERE false"
         )
