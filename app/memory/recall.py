@@ -76,8 +76,8 @@ class Recaller:
         latency["sql"] = _ms(mark)
 
         mark = time.perf_counter()
-        # A fixed order (newest first) so equal scores always pack the same way, whatever order SQL used.
-        rows.sort(key=lambda r: (r.memory.valid_from, r.memory.id.bytes), reverse=True)
+        # A fixed order (newest first, then content) so equal scores pack the same way in every database.
+        rows.sort(key=lambda r: (r.memory.valid_from, r.memory.content_hash), reverse=True)
         wanted_types = set(request.types) if request.types else None
         items: list[PackItem[Memory]] = []
         scored: dict[uuid.UUID, tuple[float, float, dict[str, float]]] = {}
