@@ -109,6 +109,9 @@ class Settings(BaseSettings):
     exact_scan_max_rows: int = (
         200_000  # above this many live rows in scope, HNSW (approximate) instead of exact
     )
+    # The write path's nearest-memory check (semantic supersession, a heuristic): exact up to this many
+    # rows in scope, HNSW past it. Recall's candidates follow exact_scan_max_rows instead.
+    write_exact_scan_max_rows: int = 5000
     hnsw_ef_search: int = 100  # HNSW candidate list size (higher: closer to exact, slower)
     hnsw_min_share: float = 0.02  # HNSW only when the scope is at least this share of the table
     min_relevance: float | None = None  # None: the embedder's own floor

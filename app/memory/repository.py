@@ -189,20 +189,32 @@ class MemoryRepository:
         scope: Scope,
         queries: Sequence[tuple[str, str | None, Sequence[float]]],
         embed_model: str,
+        *,
+        index_dim: int | None = None,
+        ef_search: int = 100,
     ) -> list[tuple[Memory, float] | None]:
-        """`nearest_of_type` (exact scan) for every (type, subject, vector) of `queries`, in one statement."""
+        """`nearest_of_type` for every (type, subject, vector) of `queries`, in one statement: an exact scan
+        per query, or with `index_dim` the per-model HNSW index (large scopes)."""
         project = "project_id IS NULL" if scope.project_id is None else "project_id = :project_id"
+        if index_dim is None:
+            vector_type, embedding, model_filter = "vector", "embedding", "embed_model = :embed_model"
+        else:
+            dim = int(index_dim)
+            # The indexed expression, and the model as a literal, so the partial index matches.
+            vector_type, embedding = f"vector({dim})", f"embedding::vector({dim})"
+            model_filter = "embed_model = '" + embed_model.replace("'", "''") + "'"
+            await self._hnsw_settings(ef_search)
         columns = ", ".join(f"m.{c}" for c in _MEMORY_COLUMNS)
         sql = text(
             f"""WITH q AS MATERIALIZED (
-                    SELECT ord, mtype, subject, CAST(vec AS vector) AS vec
+                    SELECT ord, mtype, subject, CAST(vec AS {vector_type}) AS vec
                     FROM unnest(CAST(:ords AS int[]), CAST(:types AS text[]), CAST(:subjects AS text[]),
                                 CAST(:vecs AS text[])) AS t(ord, mtype, subject, vec))
                 SELECT {columns}, q.ord AS ord, 1 - nn.distance AS cosine
                 FROM q CROSS JOIN LATERAL (
-                    SELECT id, embedding <=> q.vec AS distance FROM memories
+                    SELECT id, {embedding} <=> q.vec AS distance FROM memories
                     WHERE tenant_id = :tenant AND user_id = :user_id AND {project}
-                      AND status IN ('active', 'pinned') AND type = q.mtype AND embed_model = :embed_model
+                      AND status IN ('active', 'pinned') AND type = q.mtype AND {model_filter}
                       AND embedding IS NOT NULL
                       AND (q.subject IS NULL OR subject IS NULL OR subject = q.subject)
                     ORDER BY distance LIMIT 1) nn

@@ -52,7 +52,7 @@ class _ScopeView:
 
     hashes: dict[str, list[Memory]] = field(default_factory=dict)  # digest -> live rows at batch start
     slots: dict[tuple[str, str], Memory] = field(default_factory=dict)  # newest live row per slot at start
-    nearest: dict[int, tuple[Memory, float] | None] | None = None  # item -> nearest at start (exact only)
+    nearest: dict[int, tuple[Memory, float] | None] | None = None  # item -> nearest at batch start
     written: list[tuple[Memory, npt.NDArray[np.float64]]] = field(default_factory=list)  # unit vectors
 
 
@@ -115,10 +115,10 @@ class MemoryWriter:
         self._loaded: dict[uuid.UUID, Memory] = {}
 
     async def _large(self, scope: Scope) -> bool:
-        """Whether the scope is past the exact-scan limit (asked once per scope and batch)."""
+        """Whether the nearest-memory check uses HNSW for this scope (asked once per scope and batch)."""
         if scope not in self._scope_sizes:
             settings = self.deps.settings
-            cap = settings.exact_scan_max_rows
+            cap = settings.write_exact_scan_max_rows
             size, table = await self.deps.scope_sizes.size(self.repo, scope, self.deps.clock.now(), cap + 1)
             self._scope_sizes[scope] = use_hnsw(PlanInput(size, table, cap, settings.hnsw_min_share))
         return self._scope_sizes[scope]
@@ -190,13 +190,19 @@ class MemoryWriter:
                     assert memory.subject is not None
                     view.slots[(memory.subject, memory.type)] = memory
                     self._loaded[memory.id] = memory
-            if not await self._large(scope):  # large scopes use the approximate index, item by item
-                queries = [(prepared[i].item.type, prepared[i].subject, vectors[i]) for i in indexes]
-                found = await self.repo.nearest_many(scope, queries, self.deps.embedder.name)
-                view.nearest = dict(zip(indexes, found, strict=True))
-                for hit in found:
-                    if hit is not None:
-                        self._loaded[hit[0].id] = hit[0]
+            queries = [(prepared[i].item.type, prepared[i].subject, vectors[i]) for i in indexes]
+            large = await self._large(scope)
+            found = await self.repo.nearest_many(
+                scope,
+                queries,
+                self.deps.embedder.name,
+                index_dim=self.deps.embedder.dim if large else None,
+                ef_search=self.deps.settings.hnsw_ef_search,
+            )
+            view.nearest = dict(zip(indexes, found, strict=True))
+            for hit in found:
+                if hit is not None:
+                    self._loaded[hit[0].id] = hit[0]
             self._views[scope] = view
 
     async def _memory(self, memory_id: uuid.UUID) -> Memory | None:

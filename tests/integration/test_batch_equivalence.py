@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tests.conftest import Api
+from app.lib.settings import Settings
+from tests.conftest import Api, NewTenant, running_client
 
 SEED: list[dict[str, Any]] = [
     {"content": "I prefer dark mode", "type": "preference", "subject": "theme"},
@@ -78,3 +79,22 @@ async def test_a_batch_spanning_users_and_projects_keeps_them_apart(api: Api) ->
     results = (await api.post("/v1/memories/batch", {"items": items})).json()["results"]
     assert [r["action"] for r in results] == ["created", "created", "created", "superseded"]
     assert results[3]["superseded"] == [results[0]["memory"]["id"]]
+
+
+async def test_large_scopes_decide_the_same_through_the_index(
+    settings: Settings, new_tenant: NewTenant
+) -> None:
+    # Forced on a tiny scope: past write_exact_scan_max_rows the nearest-memory check uses HNSW.
+    forced = settings.model_copy(update={"write_exact_scan_max_rows": 2, "hnsw_min_share": 0.0})
+    tenant_id, key = await new_tenant()
+    async with running_client(forced) as client:
+        api = Api(client, key, tenant_id)
+        for user in ("one-by-one", "batch"):
+            for seed in SEED:
+                await api.remember(user_id=user, **seed)
+        one_by_one = [outcome(await api.remember(user_id="one-by-one", **item)) for item in ITEMS]
+        body = {"items": [{"user_id": "batch", **i} for i in ITEMS]}
+        batched = [outcome(r) for r in (await api.post("/v1/memories/batch", body)).json()["results"]]
+        assert batched == one_by_one
+        assert ("superseded", 1, 0) in batched
+        assert await store(api, "batch") == await store(api, "one-by-one")
