@@ -369,10 +369,10 @@ class MemoryRepository:
         # first `keyword_max_matches` matches are ranked (a query that broad ranks poorly anyway).
         keyword = (
             f"""SELECT id, ts_rank_cd(content_tsv, q) AS rank
-                FROM (SELECT id, valid_from, content_hash, content_tsv, q
+                FROM (SELECT id, content_hash, content_tsv, q
                       FROM memories, to_tsquery('english', :tsq) q
                       WHERE {_SCOPE_SQL} AND content_tsv @@ q LIMIT :kw_cap) matched
-                ORDER BY rank DESC, valid_from DESC, content_hash LIMIT :k"""
+                ORDER BY rank DESC, content_hash LIMIT :k"""
             if tsquery
             else "SELECT NULL::uuid AS id, 0.0::real AS rank WHERE false"
         )
