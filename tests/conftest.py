@@ -112,6 +112,12 @@ class Api:
         result: dict[str, Any] = response.json()
         return result
 
+    async def memory(self, memory_id: str) -> dict[str, Any]:
+        response = await self.get(f"/v1/memories/{memory_id}")
+        assert response.status_code == 200, response.text
+        result: dict[str, Any] = response.json()
+        return result
+
     async def recall(self, **body: Any) -> dict[str, Any]:
         response = await self.post("/v1/recall", body)
         assert response.status_code == 200, response.text

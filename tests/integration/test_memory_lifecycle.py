@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.conftest import Api
-
-
-async def memory(api: Api, memory_id: str) -> dict[str, Any]:
-    response = await api.get(f"/v1/memories/{memory_id}")
-    assert response.status_code == 200
-    result: dict[str, Any] = response.json()
-    return result
 
 
 async def test_same_content_twice_reinforces_instead_of_duplicating(api: Api) -> None:
@@ -22,7 +13,7 @@ async def test_same_content_twice_reinforces_instead_of_duplicating(api: Api) ->
     again = await api.remember(user_id="u", content="i drink oat milk.", subject="Milk", type="preference")
     assert again["action"] == "deduplicated"
     assert again["memory"]["id"] == first["memory"]["id"]
-    assert (await memory(api, first["memory"]["id"]))["access_count"] == 1
+    assert (await api.memory(first["memory"]["id"]))["access_count"] == 1
 
 
 async def test_near_identical_statement_supersedes_semantically(api: Api) -> None:
@@ -50,14 +41,14 @@ async def test_critical_rule_is_never_silently_superseded(api: Api) -> None:
     assert change["action"] == "created"
     assert change["superseded"] == []
     assert len(change["proposals"]) == 1
-    assert (await memory(api, rule["memory"]["id"]))["status"] == "active"
+    assert (await api.memory(rule["memory"]["id"]))["status"] == "active"
 
 
 async def test_pinned_memory_is_never_silently_superseded(api: Api) -> None:
     pinned = await api.remember(user_id="u", content="Timezone is CET", subject="timezone", pinned=True)
     later = await api.remember(user_id="u", content="Timezone is PST", subject="timezone")
     assert later["proposals"]
-    assert (await memory(api, pinned["memory"]["id"]))["status"] == "pinned"
+    assert (await api.memory(pinned["memory"]["id"]))["status"] == "pinned"
 
 
 async def test_secrets_are_redacted_before_storage(api: Api, owner_engine: AsyncEngine) -> None:
@@ -121,7 +112,7 @@ async def test_forget_by_subject_query_and_filter(api: Api) -> None:
     kept = await api.remember(user_id="u", content="Allergic to peanuts", type="constraint")
     by_filter = (await api.post("/v1/forget", {"user_id": "u", "filter": {"type": "episodic"}})).json()
     assert len(by_filter["forgotten"]) == 1
-    assert (await memory(api, kept["memory"]["id"]))["status"] == "active"
+    assert (await api.memory(kept["memory"]["id"]))["status"] == "active"
     recall = await api.recall(user_id="u", query="dark mode kyoto milk", min_relevance=0)
     assert "dark mode" not in recall["context"]
     assert "Kyoto" not in recall["context"]

@@ -27,13 +27,6 @@ async def flush(client: AsyncTestClient[Any]) -> int:
     return applied
 
 
-async def stored(api: Api, memory_id: str) -> dict[str, Any]:
-    response = await api.get(f"/v1/memories/{memory_id}")
-    assert response.status_code == 200, response.text
-    result: dict[str, Any] = response.json()
-    return result
-
-
 async def test_recall_writes_nothing_until_the_batch_is_applied(
     settings: Settings, new_tenant: NewTenant
 ) -> None:
@@ -46,11 +39,11 @@ async def test_recall_writes_nothing_until_the_batch_is_applied(
         for _ in range(3):
             result = await api.recall(user_id="u", query="what tea do I like?")
             assert [m["memory"]["id"] for m in result["memories"]] == [memory_id]
-        assert (await stored(api, memory_id))["access_count"] == 0
+        assert (await api.memory(memory_id))["access_count"] == 0
         assert reinforcements_of(client).pending == 1
 
         assert await flush(client) == 1
-        after = await stored(api, memory_id)
+        after = await api.memory(memory_id)
         assert after["access_count"] == 3  # three recalls, one row update
         assert after["last_accessed_at"] is not None
         assert reinforcements_of(client).pending == 0
@@ -63,10 +56,10 @@ async def test_the_background_task_applies_batches(settings: Settings, new_tenan
         created = await api.remember(user_id="u", content="The backup job runs nightly at 2am")
         await api.recall(user_id="u", query="when does the backup run?")
         for _ in range(100):
-            if (await stored(api, created["memory"]["id"]))["access_count"] == 1:
+            if (await api.memory(created["memory"]["id"]))["access_count"] == 1:
                 break
             await asyncio.sleep(0.05)
-        assert (await stored(api, created["memory"]["id"]))["access_count"] == 1
+        assert (await api.memory(created["memory"]["id"]))["access_count"] == 1
 
 
 async def test_shutdown_applies_what_is_pending(settings: Settings, new_tenant: NewTenant) -> None:
@@ -78,7 +71,7 @@ async def test_shutdown_applies_what_is_pending(settings: Settings, new_tenant: 
         await api.recall(user_id="u", query="which VPN do we use?")
         assert reinforcements_of(client).pending == 1
     async with running_client(batched) as client:
-        assert (await stored(Api(client, key, tenant_id), created["memory"]["id"]))["access_count"] == 1
+        assert (await Api(client, key, tenant_id).memory(created["memory"]["id"]))["access_count"] == 1
 
 
 async def test_a_batch_never_touches_another_tenants_memory(
@@ -95,4 +88,4 @@ async def test_a_batch_never_touches_another_tenants_memory(
         when = datetime.fromisoformat(created["memory"]["created_at"])
         reinforcements.note(TenantId(intruder_id), [uuid.UUID(created["memory"]["id"])], when)
         assert await flush(client) == 0
-        assert (await stored(owner, created["memory"]["id"]))["access_count"] == 0
+        assert (await owner.memory(created["memory"]["id"]))["access_count"] == 0
