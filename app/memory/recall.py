@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import time
 import uuid
+from datetime import datetime
+from typing import Protocol
 
-from app.db.models import Memory
 from app.lib.errors import ValidationFailed
 from app.memory.context import MemoryDeps
 from app.memory.models import RecalledMemory, RecallInput, RecallResult, SkippedMemory
 from app.memory.packing import PackItem, pack
 from app.memory.plan import PlanInput, use_hnsw
-from app.memory.repository import Scope, or_tsquery
+from app.memory.repository import CandidateRow, Scope, or_tsquery
 from app.memory.scoring import ScoreInput, score
 from app.memory.types import MemoryStatus, MemoryType
 
@@ -20,7 +21,20 @@ MAX_BUDGET = 32768
 PREFER_TYPE_BONUS = 0.10
 
 
-def render_line(memory: Memory) -> str:
+class LineSource(Protocol):
+    """What a context line shows of a memory."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def subject(self) -> str | None: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def valid_from(self) -> datetime: ...
+
+
+def render_line(memory: LineSource) -> str:
     """The exact line a memory contributes to the context."""
     label = memory.type if memory.subject is None else f"{memory.type}: {memory.subject}"
     content = " ".join(memory.content.split())  # one line, no trailing whitespace
@@ -77,20 +91,19 @@ class Recaller:
 
         mark = time.perf_counter()
         # A fixed order (newest first, then content) so equal scores pack the same way in every database.
-        rows.sort(key=lambda r: (r.memory.valid_from, r.memory.content_hash), reverse=True)
+        rows.sort(key=lambda r: (r.valid_from, r.content_hash), reverse=True)
         wanted_types = set(request.types) if request.types else None
-        items: list[PackItem[Memory]] = []
+        items: list[PackItem[CandidateRow]] = []
         scored: dict[uuid.UUID, tuple[float, float, dict[str, float]]] = {}
-        for row in rows:
-            m = row.memory
+        for m in rows:
             if wanted_types is not None and m.type not in wanted_types:
                 continue
             if m.privacy == "sensitive" and not request.include_sensitive:
                 continue
             s = score(
                 ScoreInput(
-                    cosine=row.cosine,
-                    keyword_rank=row.keyword_rank,
+                    cosine=m.cosine,
+                    keyword_rank=m.keyword_rank,
                     type=m.type,
                     importance=m.importance,
                     confidence=m.confidence,
@@ -142,7 +155,7 @@ class Recaller:
 
         memories = [
             RecalledMemory(
-                memory=inc.item.ref,
+                memory=inc.item.ref.memory(),
                 score=inc.item.score,
                 relevance=inc.item.relevance,
                 components=scored[inc.item.ref.id][2],

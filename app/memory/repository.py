@@ -25,6 +25,7 @@ from sqlalchemy import (
     tuple_,
 )
 from sqlalchemy.dialects.postgresql import distinct_on
+from sqlalchemy.engine import RowMapping
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import DreamProposal, Memory, MemoryEvent
@@ -55,9 +56,42 @@ class Scope:
 
 @dataclass(frozen=True, slots=True)
 class CandidateRow:
-    memory: Memory
+    """A recall candidate as loaded: what scoring and packing read, its raw cosine and keyword rank.
+
+    Recall scores about a hundred candidates and returns a few, so the ORM object is built only for
+    those (`memory()`): building one per candidate cost ~3 ms on a 6k-row scope, more than scoring.
+    """
+
+    id: uuid.UUID
+    type: str
+    subject: str | None
+    content: str
+    status: str
+    importance: float
+    salience: float
+    confidence: float
+    privacy: str
+    project_id: str | None
+    valid_from: datetime
+    last_accessed_at: datetime | None
+    content_hash: str
     cosine: float | None
     keyword_rank: float
+    columns: RowMapping  # every column the API shows
+
+    @classmethod
+    def of(cls, row: RowMapping) -> CandidateRow:
+        cosine = row["cosine"]
+        return cls(
+            **{name: row[name] for name in _SCORED_COLUMNS},
+            cosine=None if cosine is None else float(cosine),
+            keyword_rank=float(row["rank"] or 0.0),
+            columns=row,
+        )
+
+    def memory(self) -> Memory:
+        """The memory as the API shows it (not attached to a session)."""
+        return Memory(**{name: self.columns[name] for name in _MEMORY_COLUMNS})
 
 
 # Every column the API shows (no embedding, no tsvector): what recall loads for its candidates.
@@ -68,13 +102,66 @@ _MEMORY_COLUMNS = (
     "superseded_by", "source", "source_model", "source_message_id", "embed_model", "content_hash",
 )  # fmt: skip
 
+# What recall's scoring, slot veto and line rendering read of each candidate.
+_SCORED_COLUMNS = (
+    "id", "type", "subject", "content", "status", "importance", "salience", "confidence", "privacy",
+    "project_id", "valid_from", "last_accessed_at", "content_hash",
+)  # fmt: skip
+
 # Matches the partial index ix_memories_always (migration 0004) word for word, so the planner uses it.
 _ALWAYS_SQL = "(status = 'pinned' OR (type = 'critical_rule' AND status = 'active'))"
+
+_TSQUERY = ", to_tsquery('english', :tsq) q"
+_NO_KEYWORDS = "SELECT NULL::uuid AS id, 0.0::real AS rank WHERE false"
 
 _SCOPE_SQL = """
     tenant_id = :tenant AND user_id = :user_id AND status IN ('active', 'pinned')
     AND (project_id IS NULL OR project_id = :project_id)
     AND (expires_at IS NULL OR expires_at > :now)"""
+
+
+def _top_matches(source: str) -> str:
+    """The text half over `source` (rows with id, content_hash and a matching tsvector `tsv`)."""
+    return f"""SELECT id, ts_rank_cd(tsv, q) AS rank
+               FROM (SELECT id, tsv, q
+                     FROM (SELECT id, content_hash, tsv FROM {source} LIMIT :kw_cap) matched{_TSQUERY}
+                     ORDER BY ts_rank(tsv, q) DESC, content_hash LIMIT :k) chosen"""
+
+
+def _scan_sources(tsquery: str | None) -> str:
+    """The exact plan. One pass over the scope's rows computes the distance and the text match, so the
+    rows are read once: reading them is most of the cost on a mid-size scope (a 6k-row scope: 9 ms
+    instead of 11 for the statement, against the 5 ms of the cosine query alone)."""
+    if not tsquery:
+        return f"""sem AS (
+                    SELECT id FROM memories
+                    WHERE {_SCOPE_SQL} AND embed_model = :embed_model AND embedding IS NOT NULL
+                    ORDER BY embedding <=> CAST(:qvec AS vector) LIMIT :k
+                ), kw AS ({_NO_KEYWORDS})"""
+    # Not the indexed expression (no cast to the model's dimension): the planner scans exactly.
+    return f"""scoped AS MATERIALIZED (
+                    SELECT id, content_hash,
+                           CASE WHEN content_tsv @@ q THEN content_tsv END AS tsv,
+                           CASE WHEN embed_model = :embed_model AND embedding IS NOT NULL
+                                THEN embedding <=> CAST(:qvec AS vector) END AS distance
+                    FROM memories{_TSQUERY}
+                    WHERE {_SCOPE_SQL}
+                ), sem AS (
+                    SELECT id FROM scoped WHERE distance IS NOT NULL ORDER BY distance LIMIT :k
+                ), kw AS ({_top_matches("scoped WHERE tsv IS NOT NULL")})"""
+
+
+def _index_sources(embed_model: str, dim: int, tsquery: str | None) -> str:
+    """The HNSW plan for large scopes: the index finds the cosine half, a scope scan the text half."""
+    # Literals, not parameters, so the planner can match the per-model partial HNSW index.
+    model = embed_model.replace("'", "''")
+    matches = f"""(SELECT id, content_hash, content_tsv AS tsv FROM memories{_TSQUERY}
+                   WHERE {_SCOPE_SQL} AND content_tsv @@ q) scope_matches"""
+    return f"""sem AS (
+                    SELECT id FROM memories
+                    WHERE {_SCOPE_SQL} AND embed_model = '{model}' AND embedding IS NOT NULL
+                    ORDER BY embedding::vector({int(dim)}) <=> CAST(:qvec AS vector({int(dim)})) LIMIT :k
+                ), kw AS ({_top_matches(matches) if tsquery else _NO_KEYWORDS})"""
 
 
 class MemoryRepository:
@@ -354,35 +441,22 @@ class MemoryRepository:
         keyword_cap: int = 2000,
         ef_search: int = 100,
     ) -> list[CandidateRow]:
-        """Top-k by cosine, top-k by full-text rank, plus pinned and critical memories, with raw scores."""
+        """Top-k by cosine, top-k by full-text rank, plus pinned and critical memories, with raw scores.
+
+        The text half chooses its top-k matches by `ts_rank` (term frequency, a third of `ts_rank_cd`'s
+        cost per match) and scores those by `ts_rank_cd` (cover density, what the keyword weight was
+        tuned on); a candidate only the cosine half found scores 0 there. Ranking every match of a
+        broad OR query is the expensive part on large scopes, so only the first `keyword_cap` matches
+        are ranked (a query that broad ranks poorly anyway).
+        """
         if use_index:
-            # Literals, not parameters, so the planner can match the per-model partial HNSW index.
-            model_lit = embed_model.replace("'", "''")
-            distance = f"(embedding::vector({int(dim)}) <=> CAST(:qvec AS vector({int(dim)})))"
-            model_filter = f"embed_model = '{model_lit}'"
             await self._hnsw_settings(ef_search)
+            sources = _index_sources(embed_model, dim, tsquery)
         else:
-            # Not the indexed expression: the planner scans the scope's rows exactly.
-            distance = "(embedding <=> CAST(:qvec AS vector))"
-            model_filter = "embed_model = :embed_model"
-        # Ranking every match of a broad OR query is the expensive part on large scopes; only the
-        # first `keyword_max_matches` matches are ranked (a query that broad ranks poorly anyway).
-        keyword = (
-            f"""SELECT id, ts_rank_cd(content_tsv, q) AS rank
-                FROM (SELECT id, content_hash, content_tsv, q
-                      FROM memories, to_tsquery('english', :tsq) q
-                      WHERE {_SCOPE_SQL} AND content_tsv @@ q LIMIT :kw_cap) matched
-                ORDER BY rank DESC, content_hash LIMIT :k"""
-            if tsquery
-            else "SELECT NULL::uuid AS id, 0.0::real AS rank WHERE false"
-        )
+            sources = _scan_sources(tsquery)
         columns = ", ".join(f"m.{c}" for c in _MEMORY_COLUMNS)
         sql = text(
-            f"""WITH sem AS (
-                    SELECT id FROM memories
-                    WHERE {_SCOPE_SQL} AND {model_filter} AND embedding IS NOT NULL
-                    ORDER BY {distance} LIMIT :k
-                ), kw AS ({keyword}),
+            f"""WITH {sources},
                 always AS (
                     SELECT id FROM memories
                     WHERE {_SCOPE_SQL} AND {_ALWAYS_SQL} LIMIT :k
@@ -408,13 +482,9 @@ class MemoryRepository:
         }
         if tsquery:
             params["tsq"] = tsquery
-        # One round trip: the ORM builds Memory objects straight from the candidate rows.
-        query = select(Memory, sql.selected_columns.cosine, sql.selected_columns.rank).from_statement(sql)
-        rows = (await self.session.execute(query, params)).all()
-        return [
-            CandidateRow(memory, None if cosine is None else float(cosine), float(rank or 0.0))
-            for memory, cosine, rank in rows
-        ]
+        # One round trip; plain rows (see CandidateRow).
+        rows = (await self.session.execute(sql, params)).mappings().all()
+        return [CandidateRow.of(row) for row in rows]
 
     def list_query(
         self,

@@ -136,7 +136,7 @@ class InProcess:
                 use_index=use_index,
             )
         ranked = sorted((r for r in rows if r.cosine is not None), key=lambda r: -(r.cosine or 0.0))
-        return [r.memory.id for r in ranked[:k]]
+        return [r.id for r in ranked[:k]]
 
     async def remember(self, scope: DataScope, items: list[str]) -> float:
         """Seconds to write `items` in one request (a batch when there are several)."""

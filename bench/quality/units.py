@@ -18,16 +18,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, cast
 
 from app.agent.extract import offline_actions
 from app.lib.tokens import TokenCounter
 from app.memory.recall import render_line
 from app.memory.slots import normalise_subject
 from bench.quality.model import Conversation, Turn
-
-if TYPE_CHECKING:
-    from app.db.models import Memory
 
 EXTRACT_WINDOW = 50
 DEFAULT_CHUNK_CHARS = 2000
@@ -60,7 +56,7 @@ class _LineSource:
 
 
 def line_for(mtype: str, subject: str | None, content: str, at: datetime) -> str:
-    return render_line(cast("Memory", _LineSource(mtype, subject, content, at)))
+    return render_line(_LineSource(mtype, subject, content, at))
 
 
 def chunk(text: str, max_chars: int) -> list[str]:

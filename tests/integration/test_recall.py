@@ -197,3 +197,29 @@ async def test_large_scopes_use_the_hnsw_plan(settings: Settings, new_tenant: Ne
         result = await api.recall(user_id="u", query="what is the cat called?")
         assert result["trace"]["plan"] == "hnsw"
         assert "Miso" in result["context"]
+
+
+@pytest.mark.parametrize("plan", ["exact", "hnsw"])
+async def test_the_text_half_adds_what_the_cosine_half_ranks_lower(
+    plan: str, settings: Settings, new_tenant: NewTenant
+) -> None:
+    # One candidate per half: the short line is nearest by cosine, the long one has both words and so
+    # the higher text rank. Both plans must bring both, the text one with its keyword score.
+    update: dict[str, object] = {"candidate_k": 1}
+    if plan == "hnsw":
+        update |= {"exact_scan_max_rows": 3, "hnsw_min_share": 0.0}
+    tenant_id, key = await new_tenant()
+    wordy = "Retention on kafka came up again while we reviewed budgets, hiring plans and the office move"
+    async with running_client(settings.model_copy(update=update)) as client:
+        api = Api(client, key, tenant_id)
+        await api.remember(user_id="u", content="Kafka cluster", type="fact")
+        await api.remember(user_id="u", content=wordy, type="episodic")
+        await api.remember(user_id="u", content="The cat is called Miso", type="fact")
+        await api.remember(user_id="u", content="Lunch is at noon on weekdays", type="fact")
+        result = await api.recall(user_id="u", query="kafka retention", min_relevance=0, token_budget=4096)
+
+    assert result["trace"]["plan"] == plan
+    assert result["trace"]["candidates"] == 2
+    by_content = {m["memory"]["content"]: m for m in result["memories"]}
+    assert set(by_content) == {"Kafka cluster", wordy}
+    assert by_content[wordy]["components"]["keyword"] > 0
