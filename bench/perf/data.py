@@ -136,7 +136,7 @@ async def bulk_load(
         if batch:
             await _copy(conn, batch)
         started = time.perf_counter()
-        await conn.execute("SET maintenance_work_mem = '1GB'")
+        await conn.execute("SET maintenance_work_mem = '4GB'")
         await conn.execute(definition)
         await conn.execute("ANALYZE memories")
         return time.perf_counter() - started
