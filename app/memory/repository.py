@@ -102,6 +102,10 @@ _MEMORY_COLUMNS = (
     "superseded_by", "source", "source_model", "source_message_id", "embed_model", "content_hash",
 )  # fmt: skip
 
+# The candidate statement's columns as typed for the result. `tags` is left untyped: asyncpg already
+# returns a list of str, and SQLAlchemy's ARRAY processing cost 17 us a row (1.6 ms per large recall).
+_CANDIDATE_COLUMNS = [column(c) if c == "tags" else Memory.__table__.c[c] for c in _MEMORY_COLUMNS]
+
 # What recall's scoring, slot veto and line rendering read of each candidate.
 _SCORED_COLUMNS = (
     "id", "type", "subject", "content", "status", "importance", "salience", "confidence", "privacy",
@@ -467,9 +471,7 @@ class MemoryRepository:
                        coalesce(kw.rank, 0) AS rank
                 FROM ids JOIN memories m ON m.tenant_id = :tenant AND m.id = ids.id
                 LEFT JOIN kw ON kw.id = ids.id"""
-        ).columns(
-            *(Memory.__table__.c[c] for c in _MEMORY_COLUMNS), column("cosine", Float), column("rank", Float)
-        )
+        ).columns(*_CANDIDATE_COLUMNS, column("cosine", Float), column("rank", Float))
         params: dict[str, Any] = {
             "tenant": self.tenant,
             "user_id": scope.user_id,

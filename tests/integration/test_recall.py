@@ -157,10 +157,12 @@ async def test_pinned_memory_goes_first_and_budget_still_holds(api: Api) -> None
 
 async def test_recall_trace_shows_components_and_reinforces_what_was_used(api: Api) -> None:
     created = await api.remember(
-        user_id="u", content="I prefer green tea in the afternoon", type="preference"
+        user_id="u", content="I prefer green tea in the afternoon", type="preference", tags=["drinks", "tea"]
     )
     result = await api.recall(user_id="u", query="what tea do I like?")
     [item] = result["memories"]
+    assert item["memory"]["tags"] == ["drinks", "tea"]
+    assert item["memory"] == created["memory"] | {"access_count": 0, "last_accessed_at": None}
     assert set(item["components"]) >= {
         "semantic",
         "keyword",
