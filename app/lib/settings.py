@@ -109,6 +109,9 @@ class Settings(BaseSettings):
     exact_scan_max_rows: int = (
         200_000  # above this many live rows in scope, HNSW (approximate) instead of exact
     )
+    # Exact recall reads a scope up to this size in one pass for both halves (faster), larger ones twice
+    # (a one-pass materialisation of a large scope spills and cannot stop at keyword_max_matches).
+    single_pass_max_rows: int = 20_000
     # The write path's nearest-memory check (semantic supersession, a heuristic): exact up to this many
     # rows in scope, HNSW past it. Recall's candidates follow exact_scan_max_rows instead.
     write_exact_scan_max_rows: int = 5000

@@ -84,6 +84,7 @@ class Recaller:
             k=settings.candidate_k,
             now=now,
             use_index=use_index,
+            single_pass=size <= settings.single_pass_max_rows,
             keyword_cap=settings.keyword_max_matches,
             ef_search=settings.hnsw_ef_search,
         )
