@@ -77,8 +77,11 @@ class Settings(BaseSettings):
     app_database_url: str | None = Field(default=None, validation_alias=AliasChoices("APP_DATABASE_URL"))
     app_db_password: SecretStr | None = None
     data_dir: Path = Path(".engram")
+    # Connections per process. No overflow by default: past the pool, requests queue in order for a
+    # connection instead of adding queries that compete for the same cores (64 clients on 2 cores,
+    # recall p99: 12.4 s with 20 + 50 overflow, 3.7 s with 10 + 10, 2.4 s with 8 + 0).
     db_pool_size: int = 10
-    db_max_overflow: int = 10
+    db_max_overflow: int = 0
 
     # Embeddings and models.
     embedder: EmbedderName = "auto"

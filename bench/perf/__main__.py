@@ -148,6 +148,7 @@ async def http_and_write_sections(
                     "clients": n,
                     "requests": result.requests,
                     "errors": result.errors,
+                    "error_kinds": result.error_kinds,
                     "rps": round(result.rps, 1),
                     **{k: v for k, v in percentiles(result.latencies_ms).items() if k in ("p50", "p99")},
                 }

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -46,7 +47,7 @@ def serve(
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = os.environ | {"DATABASE_URL": owner_url, "APP_DATABASE_URL": app_url, "ENGRAM_EMBEDDER": "hash"}
-    env |= {"ENGRAM_LOG_LEVEL": "WARNING", "ENGRAM_DB_POOL_SIZE": "20", "ENGRAM_DB_MAX_OVERFLOW": "50"}
+    env |= {"ENGRAM_LOG_LEVEL": "WARNING"}  # the service's own pool settings, as shipped
     env |= extra_env or {}
     if server == "granian":
         granian = str(Path(sys.executable).with_name("granian"))
@@ -88,6 +89,7 @@ class LoadResult:
     errors: int
     seconds: float
     latencies_ms: list[float]
+    error_kinds: dict[str, int] = field(default_factory=dict)  # status code or exception class: count
 
     @property
     def rps(self) -> float:
@@ -103,14 +105,13 @@ async def load(
 ) -> LoadResult:
     """`clients` workers send requests back to back for `seconds`; non-2xx and transport errors count."""
     latencies: list[float] = []
-    errors = 0
+    kinds: Counter[str] = Counter()
     deadline = time.perf_counter() + seconds
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     headers = {"Authorization": f"Bearer {key}"}
     async with httpx.AsyncClient(base_url=base, headers=headers, limits=limits, timeout=60) as client:
 
         async def worker(worker_id: int) -> None:
-            nonlocal errors
             i = 0
             while time.perf_counter() < deadline:
                 path, body = make_request(worker_id * 1_000_000 + i)
@@ -118,13 +119,13 @@ async def load(
                 try:
                     response = await client.post(path, json=body)
                     if response.status_code >= 300:
-                        errors += 1
-                except httpx.HTTPError:
-                    errors += 1
+                        kinds[str(response.status_code)] += 1
+                except httpx.HTTPError as exc:
+                    kinds[type(exc).__name__] += 1
                 latencies.append((time.perf_counter() - started) * 1000)
                 i += 1
 
         started = time.perf_counter()
         await asyncio.gather(*(worker(w) for w in range(clients)))
         elapsed = time.perf_counter() - started
-    return LoadResult(clients, len(latencies), errors, elapsed, latencies)
+    return LoadResult(clients, len(latencies), sum(kinds.values()), elapsed, latencies, dict(kinds))
