@@ -143,11 +143,12 @@ def _scope_matches(tsquery: str | None) -> str:
 
 
 def _single_pass_sources() -> str:
-    """Exact, for scopes up to `single_pass_max_rows`: one pass over the scope's rows computes each row's
-    distance and text match and both halves come from it, so the rows are read once (on a 6k-row scope
-    the statement took 9 ms instead of 11, against 5 ms for the cosine query alone). Past that size the
-    pass is materialised to disk and scans every row where the text half alone stops at `kw_cap`
-    matches (100k rows in one user: 162 ms instead of 129)."""
+    """Exact, for scopes up to `single_pass_max_rows` (off by default): one pass over the scope's rows
+    computes each row's distance and text match and both halves come from it, so the rows are read
+    once. Faster when few rows match (a 6k-row scope, 6% matching: 9 ms instead of 11, against 5 ms for
+    the cosine query alone); slower when many do, since it tests and carries every match where the text
+    half's own scan stops at `kw_cap` matches (10k rows in one user: recall 19.8 -> 25.7 ms), and past
+    ~30k rows it spills out of work_mem (100k rows in one user: 129 -> 162 ms)."""
     # Not the indexed expression (no cast to the model's dimension): the planner scans exactly.
     return f"""scoped AS MATERIALIZED (
                     SELECT id, content_hash,

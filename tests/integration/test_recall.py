@@ -202,8 +202,8 @@ async def test_large_scopes_use_the_hnsw_plan(settings: Settings, new_tenant: Ne
 
 
 PLANS = {
-    "exact, one pass": {},
-    "exact, two scans": {"single_pass_max_rows": 0},
+    "exact, one pass": {"single_pass_max_rows": 1_000_000},
+    "exact, two scans": {},
     "hnsw": {"exact_scan_max_rows": 3, "hnsw_min_share": 0.0},
 }
 
@@ -234,12 +234,12 @@ async def test_the_text_half_adds_what_the_cosine_half_ranks_lower(
 
 async def test_both_exact_plans_recall_the_same(settings: Settings, crowded: Api) -> None:
     # `crowded` wrote 60 memories over 13 words: many text matches and cosine ties to break.
-    two_scans = settings.model_copy(update={"single_pass_max_rows": 0})
+    one_pass_settings = settings.model_copy(update={"single_pass_max_rows": 1_000_000})
     for query in ("kafka deploy budget", "coffee in lisbon", "river garden music note 7"):
         body = {"user_id": "u", "query": query, "min_relevance": 0, "token_budget": 4096}
-        one_pass = (await crowded.post("/v1/recall", body)).json()
-        async with running_client(two_scans) as client:
-            other = (await Api(client, crowded.key, crowded.tenant_id).post("/v1/recall", body)).json()
+        other = (await crowded.post("/v1/recall", body)).json()  # two scans, the default
+        async with running_client(one_pass_settings) as client:
+            one_pass = (await Api(client, crowded.key, crowded.tenant_id).post("/v1/recall", body)).json()
         assert one_pass["trace"]["candidates"] > 50
         assert [m["memory"]["id"] for m in other["memories"]] == [
             m["memory"]["id"] for m in one_pass["memories"]
