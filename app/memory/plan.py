@@ -45,6 +45,17 @@ class ScopeSizes:
         self.remember_from, self.ttl, self.capacity = remember_from, ttl_seconds, capacity
         self._sizes: dict[tuple[str, str, str | None, int], tuple[float, int, float]] = {}
 
+    async def plan(
+        self, repo: MemoryRepository, scope: Scope, now: datetime, exact_max: int, min_share: float
+    ) -> tuple[bool, int]:
+        """(whether HNSW should answer, live rows counted). The count stops past `exact_max`, or past the
+        share of the table when that is larger, so both tests of `use_hnsw` see a true figure (1M rows, a
+        60k-row scope counted to 5,001 looked like 0.5% of the table and got the exact scan, 3x slower)."""
+        size, table = await self.size(repo, scope, now, exact_max + 1)
+        if size > exact_max and table * min_share > size:
+            size, table = await self.size(repo, scope, now, int(table * min_share) + 1)
+        return use_hnsw(PlanInput(size, table, exact_max, min_share)), size
+
     async def size(self, repo: MemoryRepository, scope: Scope, now: datetime, cap: int) -> tuple[int, float]:
         """(live rows in scope counted up to `cap`, the table's estimated rows), counted or remembered."""
         key = (str(scope.tenant), scope.user_id, scope.project_id, cap)

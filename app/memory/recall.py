@@ -12,7 +12,6 @@ from app.lib.errors import ValidationFailed
 from app.memory.context import MemoryDeps
 from app.memory.models import RecalledMemory, RecallInput, RecallResult, SkippedMemory
 from app.memory.packing import PackItem, pack
-from app.memory.plan import PlanInput, use_hnsw
 from app.memory.repository import CandidateRow, Scope, or_tsquery
 from app.memory.scoring import ScoreInput, score
 from app.memory.types import MemoryStatus, MemoryType
@@ -73,8 +72,9 @@ class Recaller:
         mark = time.perf_counter()
         now = deps.clock.now()
         scope = Scope(deps.repo.tenant, request.user_id, request.project_id)
-        size, table = await deps.scope_sizes.size(deps.repo, scope, now, settings.exact_scan_max_rows + 1)
-        use_index = use_hnsw(PlanInput(size, table, settings.exact_scan_max_rows, settings.hnsw_min_share))
+        use_index, size = await deps.scope_sizes.plan(
+            deps.repo, scope, now, settings.exact_scan_max_rows, settings.hnsw_min_share
+        )
         rows = await deps.repo.candidates(
             scope,
             embedding=vector,

@@ -124,6 +124,11 @@ _SCOPE_SQL = """
     AND (expires_at IS NULL OR expires_at > :now)"""
 
 
+def model_literal(embed_model: str) -> str:
+    """The model as an SQL literal: the per-model partial HNSW indexes match a literal, not a parameter."""
+    return "'" + embed_model.replace("'", "''") + "'"
+
+
 def _top_matches(source: str) -> str:
     """The text half over `source` (rows with id, content_hash and a matching tsvector `tsv`)."""
     return f"""SELECT id, ts_rank_cd(tsv, q) AS rank
@@ -175,10 +180,10 @@ def _exact_sources(tsquery: str | None) -> str:
 def _index_sources(embed_model: str, dim: int, tsquery: str | None) -> str:
     """The HNSW plan for large scopes: the index finds the cosine half, a scope scan the text half."""
     # Literals, not parameters, so the planner can match the per-model partial HNSW index.
-    model = embed_model.replace("'", "''")
     return f"""sem AS (
                     SELECT id FROM memories
-                    WHERE {_SCOPE_SQL} AND embed_model = '{model}' AND embedding IS NOT NULL
+                    WHERE {_SCOPE_SQL} AND embed_model = {model_literal(embed_model)}
+                      AND embedding IS NOT NULL
                     ORDER BY embedding::vector({int(dim)}) <=> CAST(:qvec AS vector({int(dim)})) LIMIT :k
                 ), kw AS ({_scope_matches(tsquery)})"""
 
@@ -254,7 +259,7 @@ class MemoryRepository:
             distance = cast(Memory.embedding, Vector(dim)).op("<=>", return_type=Float)(
                 text(f"CAST(:qvec AS vector({dim}))")
             )
-            model_condition = Memory.embed_model == literal_column("'" + embed_model.replace("'", "''") + "'")
+            model_condition = Memory.embed_model == literal_column(model_literal(embed_model))
             await self._hnsw_settings(ef_search)
         conditions = [*self._live_in_scope(scope), Memory.type == mtype, model_condition]
         if subject is not None:
@@ -308,7 +313,7 @@ class MemoryRepository:
             dim = int(index_dim)
             # The indexed expression, and the model as a literal, so the partial index matches.
             vector_type, embedding = f"vector({dim})", f"embedding::vector({dim})"
-            model_filter = "embed_model = '" + embed_model.replace("'", "''") + "'"
+            model_filter = f"embed_model = {model_literal(embed_model)}"
             await self._hnsw_settings(ef_search)
         columns = ", ".join(f"m.{c}" for c in _MEMORY_COLUMNS)
         sql = text(

@@ -20,7 +20,6 @@ from app.memory.deadlines import deadline_expiry
 from app.memory.fingerprint import fingerprints
 from app.memory.inferred import infer_slots
 from app.memory.models import RememberInput, RememberResult
-from app.memory.plan import PlanInput, use_hnsw
 from app.memory.repository import Scope
 from app.memory.retire import retire
 from app.memory.slots import content_hash, hash_lock_key, normalise_subject, slot_lock_key
@@ -118,17 +117,13 @@ class MemoryWriter:
         """Whether the nearest-memory check uses HNSW for this scope (asked once per scope and batch)."""
         if scope not in self._scope_sizes:
             settings = self.deps.settings
-            cap, share, now = (
+            self._scope_sizes[scope], _ = await self.deps.scope_sizes.plan(
+                self.repo,
+                scope,
+                self.deps.clock.now(),
                 settings.write_exact_scan_max_rows,
                 settings.hnsw_min_share,
-                self.deps.clock.now(),
             )
-            size, table = await self.deps.scope_sizes.size(self.repo, scope, now, cap + 1)
-            if size > cap and table * share > size:
-                # The count stopped at cap + 1, too early to compare with the share of the table: count on
-                # (1M rows, a 60k-row scope: 5,001 looked like 0.5% and chose the exact scan, 3x slower).
-                size, table = await self.deps.scope_sizes.size(self.repo, scope, now, int(table * share) + 1)
-            self._scope_sizes[scope] = use_hnsw(PlanInput(size, table, cap, share))
         return self._scope_sizes[scope]
 
     def _prepare(self, item: RememberInput, now: datetime) -> _Prepared:
