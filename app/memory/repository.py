@@ -116,6 +116,13 @@ _SCORED_COLUMNS = (
 _ALWAYS_SQL = "(status = 'pinned' OR (type = 'critical_rule' AND status = 'active'))"
 
 _TSQUERY = ", to_tsquery('english', :tsq) q"
+
+# The predicate of the covering index ix_memories_scope_text and, negated, of ix_memories_scope_long
+# (migration 0006), word for word: the rows whose index entry is sure to fit in a btree page.
+_SHORT_TSV = (
+    "(octet_length(content_tsv::text) + 4 * length(content_tsv)"
+    " + octet_length(user_id) + octet_length(coalesce(project_id, '')) <= 2400)"
+)
 _NO_KEYWORDS = "SELECT NULL::uuid AS id, 0.0::real AS rank WHERE false"
 
 _SCOPE_SQL = """
@@ -138,12 +145,15 @@ def _top_matches(source: str) -> str:
 
 
 def _scope_matches(tsquery: str | None) -> str:
-    """The text half on its own scan of the scope, which stops at `kw_cap` matches."""
+    """The text half on its own scan of the scope, which stops at `kw_cap` matches. Most rows are read
+    from the covering index ix_memories_scope_text alone; rows too long for it, from the heap."""
     if not tsquery:
         return _NO_KEYWORDS
+    match = f"SELECT id, content_hash, content_tsv AS tsv FROM memories{_TSQUERY} WHERE {_SCOPE_SQL}"
     return _top_matches(
-        f"""(SELECT id, content_hash, content_tsv AS tsv FROM memories{_TSQUERY}
-             WHERE {_SCOPE_SQL} AND content_tsv @@ q) scope_matches"""
+        f"""({match} AND {_SHORT_TSV} AND content_tsv @@ q
+             UNION ALL
+             {match} AND NOT {_SHORT_TSV} AND content_tsv @@ q) scope_matches"""
     )
 
 
