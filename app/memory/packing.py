@@ -90,8 +90,14 @@ def pack(
     budget: int,
     min_relevance: float,
     count_tokens: Callable[[str], int],
+    at_least: Callable[[str], int] | None = None,
 ) -> Packed[T]:
-    """Greedy by score into `budget` tokens of the rendered context (lines joined by newlines)."""
+    """Greedy by score into `budget` tokens of the rendered context (lines joined by newlines).
+
+    `at_least` is a cheap lower bound of `count_tokens`: a line it already shows too long for the room
+    left is skipped without being counted. Once the budget is nearly full most candidates are, and on a
+    large scope counting them was most of the packing time; what is packed does not change.
+    """
     kept, skipped = _veto(items)
     result: Packed[T] = Packed(skipped=skipped)
     eligible: list[PackItem[T]] = []
@@ -107,8 +113,12 @@ def pack(
     newline = count_tokens("\n")
     used = 0
     for item in eligible:
+        separator = newline if result.included else 0
+        if at_least is not None and used + separator + at_least(item.line) > budget:
+            result.skipped.append(Skipped(item, SkipReason.BUDGET))
+            continue
         tokens = count_tokens(item.line)
-        cost = tokens + (newline if result.included else 0)
+        cost = tokens + separator
         if used + cost <= budget:
             result.included.append(Included(item, tokens))
             used += cost

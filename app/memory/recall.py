@@ -142,7 +142,13 @@ class Recaller:
         mark = time.perf_counter()
         budget = request.token_budget or settings.default_token_budget
         floor = request.min_relevance if request.min_relevance is not None else deps.relevance_floor()
-        packed = pack(items, budget=budget, min_relevance=floor, count_tokens=deps.counter.count)
+        packed = pack(
+            items,
+            budget=budget,
+            min_relevance=floor,
+            count_tokens=deps.counter.count,
+            at_least=deps.counter.at_least,
+        )
         latency["pack"] = _ms(mark)
 
         mark = time.perf_counter()

@@ -42,15 +42,14 @@ class Probe:
 
 
 class Floor:
-    """The same scoped top-k cosine query, sent directly with asyncpg as the service's role and, like
-    the service's statements, planned for its parameters on every run (a generic plan was slower)."""
+    """The same scoped top-k cosine query, sent directly with asyncpg as the service's role."""
 
     def __init__(self, conn: asyncpg.Connection, embedder: HashEmbedder, exact_max: int, k: int) -> None:
         self.conn, self.embedder, self.exact_max, self.k = conn, embedder, exact_max, k
 
     @classmethod
     async def connect(cls, dsn: str, embedder: HashEmbedder, exact_max: int, k: int) -> Floor:
-        conn = await asyncpg.connect(dsn, server_settings={"plan_cache_mode": "force_custom_plan"})
+        conn = await asyncpg.connect(dsn)
         await register_vector(conn)
         return cls(conn, embedder, exact_max, k)
 

@@ -121,9 +121,3 @@ async def test_the_largest_rows_the_covering_index_takes_can_be_written(
     for user_id, project_id, content in cases:
         created = await api.remember(user_id=user_id, project_id=project_id, content=content)
         assert await _in_covering_index(owner_engine, created["memory"]["id"])
-
-
-async def test_statements_are_planned_for_their_parameters(app_engine: AsyncEngine) -> None:
-    # A generic plan of recall's statement ignores which scope it runs for; see app/db/session.py.
-    async with app_engine.connect() as conn:
-        assert await conn.scalar(text("SHOW plan_cache_mode")) == "force_custom_plan"

@@ -118,3 +118,48 @@ def test_a_critical_rule_keeps_its_slot_against_a_newer_unapproved_memory() -> N
     packed = pack([newer, rule], budget=100, min_relevance=0.0, count_tokens=COUNTER.count)
     assert [i.item.ref for i in packed.included] == ["rule"]
     assert [(s.item.ref, s.reason) for s in packed.skipped] == [("newer", SkipReason.SLOT_VETO)]
+
+
+def _random_text(rng: random.Random) -> str:
+    pieces = [
+        "kafka", "Lisbon's", "don't", "42", "3.14159", "2026-11-30", "----------", "/****", "(note)",
+        "e-mail", "a1-b1-c1", "naïve", "東京", "😀😀", "👩‍💻", "x", "!!!", "...", "'s", "\t", "\n", "  ",
+        "https://example.com/a?b=c", "snake_case_name", "CamelCaseWord", "1234567890", "über-cool",
+    ]  # fmt: skip
+    return rng.choice(["", " ", "- [2026-11-30 fact] "]) + "".join(
+        rng.choice(pieces) + rng.choice(["", " ", " ", "  ", "\n"]) for _ in range(rng.randint(0, 40))
+    )
+
+
+def test_the_word_count_never_exceeds_the_token_count() -> None:
+    rng = random.Random(11)
+    for _ in range(3000):
+        text = _random_text(rng)
+        assert TokenCounter.at_least(text) <= COUNTER.count(text), text
+
+
+def test_skipping_lines_by_the_lower_bound_packs_exactly_the_same() -> None:
+    rng = random.Random(5)
+    items = [item(f"m{i}", "- " + " ".join(_random_text(rng).split()), rng.random()) for i in range(60)]
+    pruned_any = False
+    for budget in range(1, 600, 7):
+        calls: list[str] = []
+
+        def counting(text: str, calls: list[str] = calls) -> int:
+            calls.append(text)
+            return COUNTER.count(text)
+
+        plain = pack(items, budget=budget, min_relevance=0.0, count_tokens=COUNTER.count)
+        bounded = pack(
+            items, budget=budget, min_relevance=0.0, count_tokens=counting, at_least=COUNTER.at_least
+        )
+        assert bounded.context == plain.context
+        assert bounded.tokens_used == plain.tokens_used
+        assert [(i.item.ref, i.tokens) for i in bounded.included] == [
+            (i.item.ref, i.tokens) for i in plain.included
+        ]
+        assert [(s.item.ref, s.reason) for s in bounded.skipped] == [
+            (s.item.ref, s.reason) for s in plain.skipped
+        ]
+        pruned_any = pruned_any or len(calls) < len(items) + 2
+    assert pruned_any
