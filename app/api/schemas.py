@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import msgspec
 
 from app.db.models import Memory
+from app.memory.models import MemoryRecord
 
 NO_NUL = r"^[^\x00]*$"
 # Identifiers fit their columns; text must not hold NUL bytes (PostgreSQL text cannot store them).
@@ -120,7 +121,7 @@ class MemoryOut(msgspec.Struct, kw_only=True):
     embed_model: str | None
 
     @classmethod
-    def of(cls, m: Memory) -> MemoryOut:
+    def of(cls, m: Memory | MemoryRecord) -> MemoryOut:
         return cls(**{f: getattr(m, f) for f in cls.__struct_fields__})
 
 
