@@ -26,6 +26,7 @@ from tqdm import tqdm
 from app.db.session import create_engine
 from app.db.urls import to_asyncpg_dsn
 from app.embeddings.hashing import HashEmbedder
+from app.lib.heap import freeze_startup_heap
 from app.lib.settings import Settings
 from app.tenancy import admin
 from bench.common import bench_database, machine, percentiles, write_results
@@ -70,6 +71,7 @@ async def latency_section(
     engine = create_engine(app_url, pool_size=4, max_overflow=0)
     service = InProcess(engine, settings, embedder)
     service.reinforcements.start()
+    freeze_startup_heap()  # as the served app does once it has started
     floor_ms, local_ms, overlaps = [], [], []
     for i, probe in enumerate(tqdm(probes, desc="floor / in-process / exactness", leave=False)):
         hnsw = await service.uses_index(probe)

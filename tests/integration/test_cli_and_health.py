@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import uuid
 from typing import Any
 
@@ -10,6 +11,8 @@ import pytest
 from litestar.testing import AsyncTestClient
 
 from app.cli import main
+from app.lib.settings import Settings
+from app.main import create_app
 from tests.support.database import TestDatabase
 
 
@@ -65,3 +68,16 @@ async def test_health_ready_and_openapi(client: AsyncTestClient[Any]) -> None:
     assert ready.json()["status"] == "ready"
     schema = (await client.get("/schema/openapi.json")).json()
     assert {"/v1/memories", "/v1/recall", "/v1/forget", "/v1/stats"} <= set(schema["paths"])
+
+
+async def test_the_served_app_exempts_its_startup_heap_from_collection(settings: Settings) -> None:
+    gc.unfreeze()
+    try:
+        async with AsyncTestClient(app=create_app(settings)) as client:
+            assert (await client.get("/health")).status_code == 200
+            assert gc.get_freeze_count() == 0  # the default, for tests that build many apps
+        async with AsyncTestClient(app=create_app(settings, freeze_heap=True)) as client:
+            assert (await client.get("/health")).status_code == 200
+            assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
