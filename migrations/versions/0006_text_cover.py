@@ -14,6 +14,11 @@ finds the other rows, which recall reads from the heap as before. Both predicate
 for word in the statement (`_SHORT_TSV` in app/memory/repository.py): that is how the planner matches
 a partial index.
 
+An index-only scan still reads the heap for rows on pages changed since the last vacuum, and every
+recall changes pages (reinforcement updates the rows it returns). On that scope 1,432 heap fetches cost
+the text half 0.45 ms (3.30 -> 2.85 ms after a VACUUM), so autovacuum visits `memories` after 2% of
+its rows changed or were inserted, not PostgreSQL's default 20%.
+
 Revision ID: 0006_text_cover
 Revises: 0005_vector_storage
 Create Date: 2026-11-30
@@ -42,8 +47,15 @@ def upgrade() -> None:
     op.execute(
         f"CREATE INDEX ix_memories_scope_long ON memories (tenant_id, user_id, status, project_id) WHERE NOT {SHORT}"
     )
+    op.execute(
+        "ALTER TABLE memories SET "
+        "(autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_insert_scale_factor = 0.02)"
+    )
 
 
 def downgrade() -> None:
+    op.execute(
+        "ALTER TABLE memories RESET (autovacuum_vacuum_scale_factor, autovacuum_vacuum_insert_scale_factor)"
+    )
     op.execute("DROP INDEX ix_memories_scope_long")
     op.execute("DROP INDEX ix_memories_scope_text")
