@@ -70,7 +70,8 @@ def _plot(payload: dict[str, Any], path: Path) -> None:
         xs = [i + (offset - 1) * width for i in range(len(names))]
         ax.bar(xs, [d[key]["p95"] for d in payload["datasets"]], width, label=f"{label} p95")
     ax.set_xticks(range(len(names)), names)
-    ax.set_ylabel("recall latency p95 (ms)")
+    ax.set_yscale("log")  # 10k and 1M differ a hundredfold
+    ax.set_ylabel("recall latency p95 (ms, log scale)")
     ax.set_title("Recall latency against the raw SQL floor (hash embedder)")
     ax.legend()
     fig.tight_layout()
