@@ -36,7 +36,7 @@ async def _in_covering_index(owner_engine: AsyncEngine, memory_id: str) -> bool:
 async def test_a_memory_too_long_for_the_covering_index_is_still_matched_by_its_words(
     settings: Settings, new_tenant: NewTenant, owner_engine: AsyncEngine
 ) -> None:
-    # Each hyphenated token gives three lexemes: this tsvector is ~12 kB, far past a btree entry.
+    # Each hyphenated token gives three lexemes: this tsvector is ~16 kB, far past a btree entry.
     long_text = "The zeppelin hangar inventory: " + " ".join(f"a{i}-b{i}" for i in range(400))
     tenant_id, key = await new_tenant()
     async with running_client(settings.model_copy(update={"candidate_k": 2})) as client:
