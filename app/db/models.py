@@ -22,10 +22,14 @@ from sqlalchemy import (
     MetaData,
     String,
     Text,
+    event,
     func,
+    inspect,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from app.memory.lines import content_tokens
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -105,6 +109,20 @@ class Memory(Base):
     embedding: Mapped[list[float] | None] = mapped_column(Vector(), deferred=True)
     content_tsv: Mapped[str] = mapped_column(TSVECTOR, Computed(TSVECTOR_EXPRESSION, persisted=True))
     content_hash: Mapped[str] = mapped_column(String(64), nullable=False)
+    # Tokens of the content as a context line shows it (app/memory/lines.py), set on every ORM write that
+    # changes the content; NULL for rows written before migration 0007 (recall then counts the line).
+    content_tokens: Mapped[int | None] = mapped_column(Integer)
+
+
+@event.listens_for(Memory, "before_insert")
+def _count_new_content(_mapper: Any, _connection: Any, memory: Memory) -> None:
+    memory.content_tokens = content_tokens(memory.content)
+
+
+@event.listens_for(Memory, "before_update")
+def _count_changed_content(_mapper: Any, _connection: Any, memory: Memory) -> None:
+    if inspect(memory).attrs.content.history.has_changes():
+        memory.content_tokens = content_tokens(memory.content)
 
 
 class MemoryEvent(Base):

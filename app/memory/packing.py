@@ -32,6 +32,7 @@ class PackItem(Generic[T]):
     slot: tuple[str, str] | None  # (subject, type) or None when the memory is not in a slot
     content_hash: str
     valid_from: datetime
+    tokens: int | None = None  # the line's token count when already known; else it is counted
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,10 +115,10 @@ def pack(
     used = 0
     for item in eligible:
         separator = newline if result.included else 0
-        if at_least is not None and used + separator + at_least(item.line) > budget:
+        if item.tokens is None and at_least is not None and used + separator + at_least(item.line) > budget:
             result.skipped.append(Skipped(item, SkipReason.BUDGET))
             continue
-        tokens = count_tokens(item.line)
+        tokens = item.tokens if item.tokens is not None else count_tokens(item.line)
         cost = tokens + separator
         if used + cost <= budget:
             result.included.append(Included(item, tokens))

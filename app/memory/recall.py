@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import time
 import uuid
-from datetime import datetime
-from typing import Protocol
 
 from app.lib.errors import ValidationFailed
 from app.memory.context import MemoryDeps
+from app.memory.lines import line_prefix, render_line
 from app.memory.models import RecalledMemory, RecallInput, RecallResult, SkippedMemory
 from app.memory.packing import PackItem, pack
 from app.memory.repository import CandidateRow, Scope, or_tsquery
@@ -18,26 +17,6 @@ from app.memory.types import MemoryStatus, MemoryType
 
 MAX_BUDGET = 32768
 PREFER_TYPE_BONUS = 0.10
-
-
-class LineSource(Protocol):
-    """What a context line shows of a memory."""
-
-    @property
-    def type(self) -> str: ...
-    @property
-    def subject(self) -> str | None: ...
-    @property
-    def content(self) -> str: ...
-    @property
-    def valid_from(self) -> datetime: ...
-
-
-def render_line(memory: LineSource) -> str:
-    """The exact line a memory contributes to the context."""
-    label = memory.type if memory.subject is None else f"{memory.type}: {memory.subject}"
-    content = " ".join(memory.content.split())  # one line, no trailing whitespace
-    return f"- [{memory.valid_from.date().isoformat()} {label}] {content}"
 
 
 def _check(request: RecallInput) -> None:
@@ -135,6 +114,9 @@ class Recaller:
                     slot=(m.subject, m.type) if m.subject is not None else None,
                     content_hash=m.content_hash,
                     valid_from=m.valid_from,
+                    tokens=None
+                    if m.content_tokens is None
+                    else deps.counter.count(line_prefix(m)) + m.content_tokens,
                 )
             )
         latency["score"] = _ms(mark)

@@ -76,6 +76,7 @@ class CandidateRow:
     valid_from: datetime
     last_accessed_at: datetime | None
     content_hash: str
+    content_tokens: int | None
     cosine: float | None
     keyword_rank: float
     columns: RowMapping  # every column the API shows
@@ -105,7 +106,7 @@ _CANDIDATE_COLUMNS = [column(c) if c == "tags" else Memory.__table__.c[c] for c 
 # What recall's scoring, slot veto and line rendering read of each candidate.
 _SCORED_COLUMNS = (
     "id", "type", "subject", "content", "status", "importance", "salience", "confidence", "privacy",
-    "project_id", "valid_from", "last_accessed_at", "content_hash",
+    "project_id", "valid_from", "last_accessed_at", "content_hash", "content_tokens",
 )  # fmt: skip
 
 # Matches the partial index ix_memories_always (migration 0004) word for word, so the planner uses it.
@@ -487,7 +488,7 @@ class MemoryRepository:
             sources = _single_pass_sources()
         else:
             sources = _exact_sources(tsquery)
-        columns = ", ".join(f"m.{c}" for c in _MEMORY_COLUMNS)
+        columns = ", ".join(f"m.{c}" for c in (*_MEMORY_COLUMNS, "content_tokens"))
         sql = text(
             f"""WITH {sources},
                 always AS (
@@ -500,7 +501,12 @@ class MemoryRepository:
                        coalesce(kw.rank, 0) AS rank
                 FROM ids JOIN memories m ON m.tenant_id = :tenant AND m.id = ids.id
                 LEFT JOIN kw ON kw.id = ids.id"""
-        ).columns(*_CANDIDATE_COLUMNS, column("cosine", Float), column("rank", Float))
+        ).columns(
+            *_CANDIDATE_COLUMNS,
+            column("content_tokens", Integer),
+            column("cosine", Float),
+            column("rank", Float),
+        )
         params: dict[str, Any] = {
             "tenant": self.tenant,
             "user_id": scope.user_id,

@@ -14,13 +14,14 @@ import asyncpg
 from pgvector.asyncpg import register_vector
 
 from app.embeddings.hashing import HashEmbedder
+from app.memory.lines import content_tokens
 from app.memory.slots import content_hash
 
 TYPES = ("fact", "preference", "decision", "episodic", "task", "constraint", "project", "identity")
 COLUMNS = (
     "tenant_id", "id", "user_id", "type", "content", "status", "importance", "salience", "confidence",
     "privacy", "created_at", "updated_at", "valid_from", "access_count", "source", "embed_model",
-    "embedding", "content_hash",
+    "embedding", "content_hash", "content_tokens",
 )  # fmt: skip
 SYLLABLES = ("ka", "lo", "mi", "ren", "tor", "vel", "sa", "qu", "dor", "fin", "bra", "zel", "po", "nu", "ect")
 
@@ -94,7 +95,8 @@ def layout(total: int, tenants: int, users_per_tenant: int, seed: int = 3) -> li
 
 
 def records(scopes: list[Scope], text: TextGenerator, embedder: HashEmbedder) -> Iterator[tuple[object, ...]]:
-    """COPY records for every scope (hash embeddings computed here, not in the database)."""
+    """COPY records for every scope (hash embeddings and token counts computed here, as the service
+    computes them when it writes, not in the database)."""
     now = datetime.now(UTC)
     for scope in scopes:
         for _ in range(scope.size):
@@ -103,7 +105,7 @@ def records(scopes: list[Scope], text: TextGenerator, embedder: HashEmbedder) ->
             yield (
                 scope.tenant, uuid.uuid4(), scope.user_id, text.rng.choice(TYPES), content, "active",
                 round(text.rng.random(), 3), 1.0, 0.8, "public", when, when, when, 0, "import",
-                embedder.name, embedder.embed_text(content), content_hash(content),
+                embedder.name, embedder.embed_text(content), content_hash(content), content_tokens(content),
             )  # fmt: skip
 
 

@@ -21,7 +21,7 @@ from datetime import datetime
 
 from app.agent.extract import offline_actions
 from app.lib.tokens import TokenCounter
-from app.memory.recall import render_line
+from app.memory.lines import render_line
 from app.memory.slots import normalise_subject
 from bench.quality.model import Conversation, Turn
 

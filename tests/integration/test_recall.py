@@ -7,6 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 import tiktoken
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.lib.settings import Settings
 from tests.conftest import Api, NewTenant, running_client
@@ -246,3 +248,36 @@ async def test_both_exact_plans_recall_the_same(settings: Settings, crowded: Api
         ]
         raw = [(m["components"]["semantic"], m["components"]["keyword"]) for m in one_pass["memories"]]
         assert [(m["components"]["semantic"], m["components"]["keyword"]) for m in other["memories"]] == raw
+
+
+async def _stored_tokens(owner_engine: AsyncEngine, memory_id: str) -> int | None:
+    async with owner_engine.connect() as conn:
+        query = text("SELECT content_tokens FROM memories WHERE id = :id")
+        value: int | None = await conn.scalar(query, {"id": memory_id})
+        return value
+
+
+async def test_each_returned_memory_counts_the_tokens_of_its_own_line(
+    api: Api, owner_engine: AsyncEngine
+) -> None:
+    contents = [
+        "Deploys run from the main branch (never from tags).",
+        "The staging database is called naïve-東京, and it's read-only!",
+        "Budget review: 3 times a year, 2026-03-01 first",
+        "Ends with punctuation...",
+    ]
+    ids = [(await api.remember(user_id="u", content=c))["memory"]["id"] for c in contents]
+    # Stored on write; refreshed when the content changes; a row from before migration 0007 has none.
+    assert await _stored_tokens(owner_engine, ids[0]) == exact_tokens(" " + contents[0])
+    changed = "Budget review: twice a year now; the deploy budget doubled"
+    assert (await api.patch(f"/v1/memories/{ids[2]}", {"content": changed})).status_code == 200
+    assert await _stored_tokens(owner_engine, ids[2]) == exact_tokens(" " + changed)
+    async with owner_engine.begin() as conn:
+        await conn.execute(text("UPDATE memories SET content_tokens = NULL WHERE id = :id"), {"id": ids[1]})
+
+    result = await api.recall(user_id="u", query="deploy budget database", min_relevance=0, token_budget=4096)
+
+    lines = result["context"].split("\n")
+    assert len(lines) == len(result["memories"]) == 4
+    assert [m["tokens"] for m in result["memories"]] == [exact_tokens(line) for line in lines]
+    assert result["tokens_used"] == exact_tokens(result["context"])

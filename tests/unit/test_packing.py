@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from app.lib.tokens import TokenCounter
+from app.memory.lines import content_tokens, line_prefix, render_line
 from app.memory.packing import PackItem, SkipReason, pack
 
 COUNTER = TokenCounter()
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class _Line:
+    type: str
+    subject: str | None
+    content: str
+    valid_from: datetime
 
 
 def item(
@@ -163,3 +173,20 @@ def test_skipping_lines_by_the_lower_bound_packs_exactly_the_same() -> None:
         ]
         pruned_any = pruned_any or len(calls) < len(items) + 2
     assert pruned_any
+
+
+def test_a_line_counts_as_its_prefix_plus_its_body() -> None:
+    # What lets recall store a memory's body count (memories.content_tokens) and add its prefix's.
+    rng = random.Random(17)
+    subjects = [None, "frontend framework", "c++", "naïve (v2)", "東京", "x.", "it's", "🙂", "a-b"]
+    for _ in range(2000):
+        memory = _Line(
+            type=rng.choice(["fact", "critical_rule", "preference"]),
+            subject=rng.choice(subjects),
+            content=_random_text(rng) or "x",
+            valid_from=T0 + timedelta(days=rng.randint(0, 4000)),
+        )
+        line = render_line(memory)
+        assert COUNTER.count(line_prefix(memory)) + content_tokens(memory.content) == COUNTER.count(line), (
+            line
+        )
