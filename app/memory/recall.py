@@ -8,7 +8,7 @@ import uuid
 
 from app.lib.errors import ValidationFailed
 from app.memory.context import MemoryDeps
-from app.memory.lines import line_prefix, render_line
+from app.memory.lines import line_body, line_prefix
 from app.memory.models import RecalledMemory, RecallInput, RecallResult, SkippedMemory
 from app.memory.packing import PackItem, pack
 from app.memory.repository import CandidateRow, Scope, or_tsquery
@@ -104,10 +104,11 @@ class Recaller:
             )
             total = s.score + (PREFER_TYPE_BONUS if request.prefer_type == m.type else 0.0)
             scored[m.id] = (total, s.relevance, s.components)
+            prefix = line_prefix(m)
             items.append(
                 PackItem(
                     ref=m,
-                    line=render_line(m),
+                    line=prefix + line_body(m.content),
                     score=total,
                     relevance=s.relevance,
                     always=m.status == MemoryStatus.PINNED or m.type == MemoryType.CRITICAL_RULE,
@@ -116,7 +117,7 @@ class Recaller:
                     valid_from=m.valid_from,
                     tokens=None
                     if m.content_tokens is None
-                    else deps.counter.count(line_prefix(m)) + m.content_tokens,
+                    else deps.counter.count(prefix) + m.content_tokens,
                 )
             )
         latency["score"] = _ms(mark)
