@@ -30,6 +30,7 @@ from app.api.middleware import access_log_middleware
 from app.api.portability import PortabilityController, PrivacyController, import_router
 from app.api.timeline import TimelineController
 from app.db.session import create_engine
+from app.db.spare import SpareReads
 from app.db.urls import app_role_url
 from app.embeddings.base import Embedder
 from app.embeddings.factory import build_embedder
@@ -80,6 +81,8 @@ def create_app(
     )
     if settings.reinforce_interval_s > 0:
         services.reinforcements = Reinforcements(engine, settings.reinforce_interval_s)
+    if settings.spare_connections > 0:
+        services.spare = SpareReads.connect(service_database_url(settings), settings.spare_connections)
     owns_embedder = embedder is None
 
     @asynccontextmanager
@@ -111,6 +114,8 @@ def create_app(
             if owns_chat and services.chat is not None:
                 await services.chat.aclose()
                 services.chat = None
+            if services.spare is not None:
+                await services.spare.dispose()
             await engine.dispose()
             for hook in on_shutdown:
                 hook()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.agent.providers.base import ChatProvider
+from app.db.spare import SpareReads
 from app.embeddings.base import Embedder
 from app.lib.clock import Clock
 from app.lib.settings import Settings
@@ -21,6 +22,7 @@ class Services:
     chat: ChatProvider | None = None  # the configured model: online when an endpoint is set
     offline: ChatProvider | None = None  # the offline model: the fallback when the online one fails
     reinforcements: Reinforcements | None = None  # recall's batched reinforcement (None: inline)
+    spare: SpareReads | None = None  # connections for recall's text half (None: one statement)
 
     def require_embedder(self) -> Embedder:
         if self.embedder is None:

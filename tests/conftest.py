@@ -38,6 +38,7 @@ def settings(database: TestDatabase, tmp_path_factory: pytest.TempPathFactory) -
         db_pool_size=20,
         db_max_overflow=40,
         reinforce_interval_s=0,  # deterministic store snapshots; batched mode: test_reinforcement.py
+        spare_keyword_min_rows=0,  # every recall's text half on a spare connection when one is free
     )
 
 

@@ -62,6 +62,7 @@ async def provide_memory_service(
         counter=services.counter,
         clock=services.clock,
         reinforcements=services.reinforcements,
+        spare=services.spare,
     )
     return MemoryService(deps, actor=f"key:{principal.key_id}")
 

@@ -11,13 +11,15 @@ from app.tenancy.types import TenantId
 SET_TENANT = text("SELECT set_config('app.tenant_id', :tenant_id, true)")
 
 
-def create_engine(url: str, *, pool_size: int = 10, max_overflow: int = 10) -> AsyncEngine:
+def create_engine(
+    url: str, *, pool_size: int = 10, max_overflow: int = 10, pre_ping: bool = True
+) -> AsyncEngine:
     """An asyncpg engine with a health-checked pool (a dead pooled connection is replaced, not reused)."""
     return create_async_engine(
         to_async_url(url),
         pool_size=pool_size,
         max_overflow=max_overflow,
-        pool_pre_ping=True,
+        pool_pre_ping=pre_ping,
         pool_recycle=1800,
     )
 

@@ -118,6 +118,10 @@ class Settings(BaseSettings):
     # stops at keyword_max_matches (10k rows in one user: recall p50 19.8 -> 25.7 ms); past ~30k rows it
     # also spills out of work_mem.
     single_pass_max_rows: int = 0
+    # From this many live rows in scope, recall's text half runs on a spare connection beside the cosine
+    # half instead of after it in the same statement (0: always, when a spare connection is free).
+    spare_keyword_min_rows: int = Field(default=2000, ge=0)
+    spare_connections: int = Field(default=2, ge=0)  # the spare pool's size (0: no spare reads)
     # The write path's nearest-memory check (semantic supersession, a heuristic): exact up to this many
     # rows in scope, HNSW past it. Recall's candidates follow exact_scan_max_rows instead.
     write_exact_scan_max_rows: int = 5000

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.db.spare import SpareReads
 from app.embeddings.base import Embedder
 from app.lib.clock import Clock
 from app.lib.settings import Settings
@@ -27,6 +28,7 @@ class MemoryDeps:
     clock: Clock
     scope_sizes: ScopeSizes = SCOPE_SIZES  # shared by the process: large scopes' counts
     reinforcements: Reinforcements | None = None  # None: recall reinforces in its own transaction
+    spare: SpareReads | None = None  # None: recall's two halves run in one statement
 
     def relevance_floor(self) -> float:
         if self.settings.min_relevance is not None:

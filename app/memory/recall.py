@@ -3,15 +3,23 @@ one-statement reinforce, and a trace of every decision."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.spare import sees_same_rows
 from app.lib.errors import ValidationFailed
+from app.lib.settings import Settings
 from app.memory.context import MemoryDeps
 from app.memory.lines import line_body, line_prefix
 from app.memory.models import RecalledMemory, RecallInput, RecallResult, SkippedMemory
 from app.memory.packing import PackItem, pack
-from app.memory.repository import CandidateRow, Scope, or_tsquery
+from app.memory.repository import CandidateRow, MemoryRepository, Scope, or_tsquery
 from app.memory.scoring import ScoreInput, score
 from app.memory.types import MemoryStatus, MemoryType
 
@@ -40,6 +48,20 @@ class Recaller:
     def __init__(self, deps: MemoryDeps) -> None:
         self.deps = deps
 
+    def _keywords_apart(
+        self, scope: Scope, vector: Sequence[float], tsquery: str | None, now: datetime, size: int
+    ) -> tuple[KeywordQuery, asyncio.Task[list[CandidateRow] | None]] | None:
+        """Start the text half on a spare connection when the scope is large enough for it to pay and
+        one is free; None: it runs in the candidate statement."""
+        deps = self.deps
+        if not tsquery or deps.spare is None or size < deps.settings.spare_keyword_min_rows:
+            return None
+        if not sees_same_rows(deps.repo.session):
+            return None  # this transaction wrote rows that no other connection sees yet
+        keywords = KeywordQuery(scope, vector, deps.embedder.name, tsquery, deps.settings, now)
+        task = deps.spare.start(scope.tenant, keywords.run)
+        return None if task is None else (keywords, task)
+
     async def recall(self, request: RecallInput) -> RecallResult:
         _check(request)
         deps, settings = self.deps, self.deps.settings
@@ -54,19 +76,32 @@ class Recaller:
         use_index, size = await deps.scope_sizes.plan(
             deps.repo, scope, now, settings.exact_scan_max_rows, settings.hnsw_min_share
         )
-        rows = await deps.repo.candidates(
-            scope,
-            embedding=vector,
-            embed_model=deps.embedder.name,
-            dim=deps.embedder.dim,
-            tsquery=or_tsquery(request.query),
-            k=settings.candidate_k,
-            now=now,
-            use_index=use_index,
-            single_pass=size <= settings.single_pass_max_rows,
-            keyword_cap=settings.keyword_max_matches,
-            ef_search=settings.hnsw_ef_search,
-        )
+        tsquery = or_tsquery(request.query)
+        apart = self._keywords_apart(scope, vector, tsquery, now, size)
+        try:
+            rows = await deps.repo.candidates(
+                scope,
+                embedding=vector,
+                embed_model=deps.embedder.name,
+                dim=deps.embedder.dim,
+                tsquery=tsquery,
+                k=settings.candidate_k,
+                now=now,
+                use_index=use_index,
+                single_pass=size <= settings.single_pass_max_rows,
+                keyword_cap=settings.keyword_max_matches,
+                ef_search=settings.hnsw_ef_search,
+                keywords=apart is None,
+            )
+            if apart is not None:
+                keywords, task = apart
+                matched = await task
+                if matched is None:  # the spare read failed: read the text half here after all
+                    matched = await keywords.run(deps.repo.session)
+                rows = _with_keyword_ranks(rows, matched)
+        finally:
+            if apart is not None and not apart[1].done():
+                apart[1].cancel()
         latency["sql"] = _ms(mark)
 
         mark = time.perf_counter()
@@ -165,6 +200,37 @@ class Recaller:
             min_relevance=floor,
             latency_ms=latency,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordQuery:
+    """Recall's text half as a read of its own, for a spare connection (`SpareReads`)."""
+
+    scope: Scope
+    vector: Sequence[float]
+    embed_model: str
+    tsquery: str
+    settings: Settings
+    now: datetime
+
+    async def run(self, session: AsyncSession) -> list[CandidateRow]:
+        return await MemoryRepository(session, self.scope.tenant).keyword_candidates(
+            self.scope,
+            embedding=self.vector,
+            embed_model=self.embed_model,
+            tsquery=self.tsquery,
+            k=self.settings.candidate_k,
+            now=self.now,
+            keyword_cap=self.settings.keyword_max_matches,
+        )
+
+
+def _with_keyword_ranks(rows: list[CandidateRow], matched: list[CandidateRow]) -> list[CandidateRow]:
+    """The cosine half's rows (ranked 0 for keywords) and the text half's, each once, with its rank."""
+    ranks = {row.id: row.keyword_rank for row in matched}
+    merged = [replace(row, keyword_rank=ranks.pop(row.id)) if row.id in ranks else row for row in rows]
+    merged.extend(row for row in matched if row.id in ranks)
+    return merged
 
 
 def _ms(since: float) -> float:

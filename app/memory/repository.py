@@ -122,6 +122,18 @@ _SHORT_TSV = (
 )
 _NO_KEYWORDS = "SELECT NULL::uuid AS id, 0.0::real AS rank WHERE false"
 
+# What a candidate statement returns for each row `m` it loads (`kw`: the text half's ranks), and its types.
+_CANDIDATE_SELECT = f"""SELECT {", ".join(f"m.{c}" for c in (*_MEMORY_COLUMNS, "content_tokens"))},
+                       CASE WHEN m.embed_model = :embed_model AND m.embedding IS NOT NULL
+                            THEN 1 - (m.embedding <=> CAST(:qvec AS vector)) END AS cosine,
+                       coalesce(kw.rank, 0) AS rank"""
+_CANDIDATE_RESULT = (
+    *_CANDIDATE_COLUMNS,
+    column("content_tokens", Integer),
+    column("cosine", Float),
+    column("rank", Float),
+)
+
 _SCOPE_SQL = """
     tenant_id = :tenant AND user_id = :user_id AND status IN ('active', 'pinned')
     AND (project_id IS NULL OR project_id = :project_id)
@@ -472,8 +484,10 @@ class MemoryRepository:
         single_pass: bool = False,
         keyword_cap: int = 2000,
         ef_search: int = 100,
+        keywords: bool = True,
     ) -> list[CandidateRow]:
         """Top-k by cosine, top-k by full-text rank, plus pinned and critical memories, with raw scores.
+        Without `keywords` the text half is left out (a spare connection runs `keyword_candidates`).
 
         The text half chooses its top-k matches by `ts_rank` (term frequency: ranking all ~400 matches of
         a 6k-row scope by `ts_rank_cd` was ~2.5 ms of the statement) and scores those by `ts_rank_cd`
@@ -481,6 +495,8 @@ class MemoryRepository:
         found scores 0 there. Ranking every match of a broad OR query is the expensive part on large
         scopes, so only the first `keyword_cap` matches are ranked (a query that broad ranks poorly).
         """
+        if not keywords:
+            tsquery = None
         if use_index:
             await self._hnsw_settings(ef_search)
             sources = _index_sources(embed_model, dim, tsquery)
@@ -488,25 +504,52 @@ class MemoryRepository:
             sources = _single_pass_sources()
         else:
             sources = _exact_sources(tsquery)
-        columns = ", ".join(f"m.{c}" for c in (*_MEMORY_COLUMNS, "content_tokens"))
         sql = text(
             f"""WITH {sources},
                 always AS (
                     SELECT id FROM memories
                     WHERE {_SCOPE_SQL} AND {_ALWAYS_SQL} LIMIT :k
                 ), ids AS (SELECT id FROM sem UNION SELECT id FROM kw UNION SELECT id FROM always)
-                SELECT {columns},
-                       CASE WHEN m.embed_model = :embed_model AND m.embedding IS NOT NULL
-                            THEN 1 - (m.embedding <=> CAST(:qvec AS vector)) END AS cosine,
-                       coalesce(kw.rank, 0) AS rank
+                {_CANDIDATE_SELECT}
                 FROM ids JOIN memories m ON m.tenant_id = :tenant AND m.id = ids.id
                 LEFT JOIN kw ON kw.id = ids.id"""
-        ).columns(
-            *_CANDIDATE_COLUMNS,
-            column("content_tokens", Integer),
-            column("cosine", Float),
-            column("rank", Float),
-        )
+        ).columns(*_CANDIDATE_RESULT)
+        params = self._candidate_params(scope, embedding, embed_model, now, k, keyword_cap, tsquery)
+        # One round trip; plain rows (see CandidateRow).
+        rows = (await self.session.execute(sql, params)).mappings().all()
+        return [CandidateRow.of(row) for row in rows]
+
+    async def keyword_candidates(
+        self,
+        scope: Scope,
+        *,
+        embedding: Sequence[float],
+        embed_model: str,
+        tsquery: str,
+        k: int,
+        now: datetime,
+        keyword_cap: int = 2000,
+    ) -> list[CandidateRow]:
+        """The text half of `candidates` on its own: the top-k full-text matches, loaded as candidates."""
+        sql = text(
+            f"""WITH kw AS ({_scope_matches(tsquery)})
+                {_CANDIDATE_SELECT}
+                FROM kw JOIN memories m ON m.tenant_id = :tenant AND m.id = kw.id"""
+        ).columns(*_CANDIDATE_RESULT)
+        params = self._candidate_params(scope, embedding, embed_model, now, k, keyword_cap, tsquery)
+        rows = (await self.session.execute(sql, params)).mappings().all()
+        return [CandidateRow.of(row) for row in rows]
+
+    def _candidate_params(
+        self,
+        scope: Scope,
+        embedding: Sequence[float],
+        embed_model: str,
+        now: datetime,
+        k: int,
+        keyword_cap: int,
+        tsquery: str | None,
+    ) -> dict[str, Any]:
         params: dict[str, Any] = {
             "tenant": self.tenant,
             "user_id": scope.user_id,
@@ -519,9 +562,7 @@ class MemoryRepository:
         }
         if tsquery:
             params["tsq"] = tsquery
-        # One round trip; plain rows (see CandidateRow).
-        rows = (await self.session.execute(sql, params)).mappings().all()
-        return [CandidateRow.of(row) for row in rows]
+        return params
 
     def list_query(
         self,

@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 from tqdm import tqdm
 
 from app.db.session import create_engine
+from app.db.spare import SpareReads
 from app.db.urls import to_asyncpg_dsn
 from app.embeddings.hashing import HashEmbedder
 from app.lib.heap import freeze_startup_heap
@@ -69,7 +70,8 @@ async def latency_section(
     k = settings.candidate_k
     floor = await Floor.connect(to_asyncpg_dsn(app_url), embedder, settings.exact_scan_max_rows, k)
     engine = create_engine(app_url, pool_size=4, max_overflow=0)
-    service = InProcess(engine, settings, embedder)
+    spare = SpareReads.connect(app_url, settings.spare_connections) if settings.spare_connections else None
+    service = InProcess(engine, settings, embedder, spare)  # as the served app builds it
     service.reinforcements.start()
     freeze_startup_heap()  # as the served app does once it has started
     floor_ms, local_ms, overlaps = [], [], []
@@ -87,6 +89,8 @@ async def latency_section(
         overlaps.append(len(got & set(exact_ids)) / len(exact_ids) if exact_ids else 1.0)
     await service.reinforcements.stop()
     await floor.close()
+    if spare is not None:
+        await spare.dispose()
     await engine.dispose()
     return {
         "floor_ms": percentiles(floor_ms[5:]),

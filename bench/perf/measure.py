@@ -11,6 +11,7 @@ from pgvector.asyncpg import register_vector
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
 from app.db.session import set_tenant
+from app.db.spare import SpareReads
 from app.embeddings.hashing import HashEmbedder
 from app.lib.clock import SystemClock
 from app.lib.settings import Settings
@@ -79,10 +80,13 @@ class InProcess:
     """The service code a request runs: one transaction per call, tenant bound, reinforcement batched
     in the background as the service does it (started and stopped by the caller)."""
 
-    def __init__(self, engine: AsyncEngine, settings: Settings, embedder: HashEmbedder) -> None:
+    def __init__(
+        self, engine: AsyncEngine, settings: Settings, embedder: HashEmbedder, spare: SpareReads | None = None
+    ) -> None:
         self.maker = async_sessionmaker(engine, expire_on_commit=False)
         self.settings, self.embedder, self.counter = settings, embedder, TokenCounter()
         self.reinforcements = Reinforcements(engine, settings.reinforce_interval_s)
+        self.spare = spare
 
     def _service(self, session: object, tenant: TenantId) -> MemoryService:
         repo = MemoryRepository(session, tenant)  # type: ignore[arg-type]
@@ -93,6 +97,7 @@ class InProcess:
             self.counter,
             SystemClock(),
             reinforcements=self.reinforcements,
+            spare=self.spare,
         )
         return MemoryService(deps)
 

@@ -1,0 +1,186 @@
+"""Recall's text half on a spare connection (app/db/spare.py): the same candidates as one statement, only
+the tenant's own rows, never after the transaction wrote, and never a wait for a connection."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from app.db.session import create_engine, set_tenant
+from app.db.spare import SpareReads
+from app.embeddings.hashing import HashEmbedder
+from app.lib.clock import SystemClock
+from app.lib.settings import Settings
+from app.lib.tokens import TokenCounter
+from app.memory.context import MemoryDeps
+from app.memory.models import RecallInput, RecallResult, RememberInput
+from app.memory.repository import MemoryRepository
+from app.memory.service import MemoryService
+from app.tenancy.types import TenantId
+from tests.conftest import Api
+from tests.support.database import TestDatabase
+
+T = TypeVar("T")
+
+FACTS = (
+    "The zeppelin hangar is in Friedrichshafen",
+    "Our zeppelin tour starts at nine on Saturdays",
+    "The build runs on Fridays after the zeppelin demo",
+    "The cat is called Miso",
+    "Lunch is at noon in the hangar canteen",
+    "The office plant is a fern",
+    "We deploy the hangar app with Kubernetes",
+)
+QUERIES = ("zeppelin hangar", "when does the tour start", "hangar canteen lunch", "Miso the cat", "fern")
+
+
+class CountingSpare(SpareReads):
+    """Spare reads that count the reads they took on."""
+
+    def __init__(self, url: str, connections: int) -> None:
+        super().__init__(create_engine(url, pool_size=connections, max_overflow=0), connections)
+        self.started = 0
+
+    def start(
+        self, tenant: TenantId, read: Callable[[AsyncSession], Awaitable[T]]
+    ) -> asyncio.Task[T | None] | None:
+        task = super().start(tenant, read)
+        self.started += task is not None
+        return task
+
+
+@pytest.fixture
+async def spare(database: TestDatabase) -> AsyncIterator[CountingSpare]:
+    reads = CountingSpare(database.app_url, 1)
+    yield reads
+    await reads.dispose()
+
+
+def _settings(settings: Settings) -> Settings:
+    return settings.model_copy(update={"spare_keyword_min_rows": 0})
+
+
+def _service(
+    session: AsyncSession, tenant: TenantId, settings: Settings, spare: SpareReads | None
+) -> MemoryService:
+    repo = MemoryRepository(session, tenant)
+    return MemoryService(
+        MemoryDeps(repo, HashEmbedder(), _settings(settings), TokenCounter(), SystemClock(), spare=spare)
+    )
+
+
+async def _recall(
+    database: TestDatabase, settings: Settings, tenant: TenantId, spare: SpareReads | None, query: str
+) -> RecallResult:
+    engine = create_engine(database.app_url, pool_size=1, max_overflow=0)
+    try:
+        async with async_sessionmaker(engine, expire_on_commit=False)() as session, session.begin():
+            await set_tenant(session, tenant)
+            request = RecallInput(user_id="u", query=query, min_relevance=0, token_budget=8192)
+            return await _service(session, tenant, settings, spare).recall(request)
+    finally:
+        await engine.dispose()
+
+
+def _seen(result: RecallResult) -> list[tuple[Any, ...]]:
+    """What recall chose and why: each memory with its cosine and keyword scores, and every skip."""
+    chosen = [
+        (m.memory.id, m.components["semantic"], m.components["keyword"], m.score) for m in result.memories
+    ]
+    skipped = sorted((s.id, s.reason, s.score) for s in result.skipped)
+    return [result.candidates, result.context, chosen, skipped]
+
+
+async def test_the_text_half_apart_recalls_what_one_statement_recalls(
+    api: Api, database: TestDatabase, settings: Settings, spare: CountingSpare
+) -> None:
+    for fact in FACTS:
+        await api.remember(user_id="u", content=fact)
+    tenant = TenantId(api.tenant_id)
+    for query in QUERIES:
+        alone = await _recall(database, settings, tenant, None, query)
+        apart = await _recall(database, settings, tenant, spare, query)
+        assert _seen(apart) == _seen(alone), query
+    assert spare.started == len(QUERIES)
+    # Both halves contributed: keyword scores come only from the text half, cosine only from the other.
+    zeppelin = await _recall(database, settings, tenant, spare, "zeppelin hangar")
+    assert any(m.components["keyword"] > 0 for m in zeppelin.memories)
+    assert any(m.components["semantic"] > 0 and m.components["keyword"] == 0 for m in zeppelin.memories)
+
+
+async def test_the_spare_connection_reads_only_the_tenants_rows(
+    api: Api, other_api: Api, database: TestDatabase, settings: Settings, spare: CountingSpare
+) -> None:
+    mine = {(await api.remember(user_id="u", content=fact))["memory"]["id"] for fact in FACTS[:3]}
+    for fact in FACTS[:3]:  # the same words, the same user id, another tenant
+        await other_api.remember(user_id="u", content=fact)
+    result = await _recall(database, settings, TenantId(api.tenant_id), spare, "zeppelin hangar")
+    assert spare.started == 1
+    assert {str(m.memory.id) for m in result.memories} == mine
+    assert {m.memory.tenant_id for m in result.memories} == {api.tenant_id}
+
+
+async def test_after_a_write_the_text_half_stays_in_the_transaction_that_sees_it(
+    api: Api, database: TestDatabase, settings: Settings, spare: CountingSpare
+) -> None:
+    tenant = TenantId(api.tenant_id)
+    await api.remember(user_id="u", content="The cat is called Miso")
+    engine = create_engine(database.app_url, pool_size=1, max_overflow=0)
+    try:
+        async with async_sessionmaker(engine, expire_on_commit=False)() as session, session.begin():
+            await set_tenant(session, tenant)
+            service = _service(session, tenant, settings, spare)
+            written = await service.remember(
+                RememberInput(user_id="u", content="The quokka enclosure opens at ten")
+            )
+            result = await service.recall(RecallInput(user_id="u", query="quokka", min_relevance=0))
+    finally:
+        await engine.dispose()
+    # A spare connection cannot see the uncommitted row: its words would have scored 0.
+    assert spare.started == 0
+    keyword = {m.memory.id: m.components["keyword"] for m in result.memories}
+    assert keyword[written.memory.id] > 0
+
+
+async def test_with_every_spare_connection_busy_recall_does_not_wait(
+    api: Api, database: TestDatabase, settings: Settings, spare: CountingSpare
+) -> None:
+    for fact in FACTS:
+        await api.remember(user_id="u", content=fact)
+    tenant = TenantId(api.tenant_id)
+    alone = await _recall(database, settings, tenant, None, "zeppelin hangar")
+    release = asyncio.Event()
+
+    async def hold(session: AsyncSession) -> None:
+        await session.execute(text("SELECT 1"))
+        await release.wait()
+
+    holder = spare.start(tenant, hold)  # the pool's only connection
+    assert holder is not None
+    busy = await asyncio.wait_for(_recall(database, settings, tenant, spare, "zeppelin hangar"), timeout=30)
+    release.set()
+    await holder
+    assert spare.started == 1  # only the holder: recall read both halves in one statement
+    assert _seen(busy) == _seen(alone)
+
+
+async def test_a_failed_spare_read_is_read_on_the_requests_connection(
+    api: Api, database: TestDatabase, settings: Settings
+) -> None:
+    for fact in FACTS:
+        await api.remember(user_id="u", content=fact)
+    tenant = TenantId(api.tenant_id)
+    alone = await _recall(database, settings, tenant, None, "zeppelin hangar")
+    # A role that does not exist: every spare read fails when it connects.
+    broken = CountingSpare(database.app_url.replace("engram_app", "engram_nobody"), 1)
+    try:
+        recalled = await _recall(database, settings, tenant, broken, "zeppelin hangar")
+    finally:
+        await broken.dispose()
+    assert broken.started == 1
+    assert _seen(recalled) == _seen(alone)
