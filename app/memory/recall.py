@@ -20,7 +20,7 @@ from app.memory.lines import line_body, line_prefix
 from app.memory.models import RecalledMemory, RecallInput, RecallResult, SkippedMemory
 from app.memory.packing import PackItem, pack
 from app.memory.repository import CandidateRow, MemoryRepository, Scope, or_tsquery
-from app.memory.scoring import ScoreInput, score
+from app.memory.scoring import score
 from app.memory.types import MemoryStatus, MemoryType
 
 MAX_BUDGET = 32768
@@ -116,19 +116,7 @@ class Recaller:
             if m.privacy == "sensitive" and not request.include_sensitive:
                 continue
             s = score(
-                ScoreInput(
-                    cosine=m.cosine,
-                    keyword_rank=m.keyword_rank,
-                    type=m.type,
-                    importance=m.importance,
-                    confidence=m.confidence,
-                    salience=m.salience,
-                    pinned=m.status == MemoryStatus.PINNED,
-                    privacy=m.privacy,
-                    project_id=m.project_id,
-                    valid_from=m.valid_from,
-                    last_accessed_at=m.last_accessed_at,
-                ),
+                m,
                 now=now,
                 weights=settings.weights,
                 half_lives=settings.half_lives,

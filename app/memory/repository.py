@@ -91,6 +91,10 @@ class CandidateRow:
             columns=row,
         )
 
+    @property
+    def pinned(self) -> bool:
+        return self.status == MemoryStatus.PINNED
+
     def memory(self) -> MemoryRecord:
         """The memory as the API shows it."""
         return MemoryRecord(**{name: self.columns[name] for name in _MEMORY_COLUMNS})

@@ -12,10 +12,38 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 from app.lib.settings import ScoringWeights
 
 SECONDS_PER_DAY = 86400.0
+
+
+class Scorable(Protocol):
+    """What scoring reads of one candidate (`ScoreInput`, or recall's `CandidateRow` as loaded)."""
+
+    @property
+    def cosine(self) -> float | None: ...
+    @property
+    def keyword_rank(self) -> float: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def importance(self) -> float: ...
+    @property
+    def confidence(self) -> float: ...
+    @property
+    def salience(self) -> float: ...
+    @property
+    def pinned(self) -> bool: ...
+    @property
+    def privacy(self) -> str: ...
+    @property
+    def project_id(self) -> str | None: ...
+    @property
+    def valid_from(self) -> datetime: ...
+    @property
+    def last_accessed_at(self) -> datetime | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +89,7 @@ def _age_days(now: datetime, then: datetime) -> float:
 
 
 def score(
-    item: ScoreInput,
+    item: Scorable,
     *,
     now: datetime,
     weights: ScoringWeights,
