@@ -82,7 +82,9 @@ def create_app(
     if settings.reinforce_interval_s > 0:
         services.reinforcements = Reinforcements(engine, settings.reinforce_interval_s)
     if settings.spare_connections > 0:
-        services.spare = SpareReads.connect(service_database_url(settings), settings.spare_connections)
+        services.spare = SpareReads.connect(
+            service_database_url(settings), settings.spare_connections, engine
+        )
     owns_embedder = embedder is None
 
     @asynccontextmanager

@@ -70,7 +70,11 @@ async def latency_section(
     k = settings.candidate_k
     floor = await Floor.connect(to_asyncpg_dsn(app_url), embedder, settings.exact_scan_max_rows, k)
     engine = create_engine(app_url, pool_size=4, max_overflow=0)
-    spare = SpareReads.connect(app_url, settings.spare_connections) if settings.spare_connections else None
+    spare = (
+        SpareReads.connect(app_url, settings.spare_connections, engine)
+        if settings.spare_connections
+        else None
+    )
     service = InProcess(engine, settings, embedder, spare)  # as the served app builds it
     service.reinforcements.start()
     freeze_startup_heap()  # as the served app does once it has started

@@ -9,10 +9,10 @@ from typing import Any, TypeVar
 
 import pytest
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.db.session import create_engine, set_tenant
-from app.db.spare import SpareReads
+from app.db.spare import SpareReads, checked_out
 from app.embeddings.hashing import HashEmbedder
 from app.lib.clock import SystemClock
 from app.lib.settings import Settings
@@ -42,8 +42,9 @@ QUERIES = ("zeppelin hangar", "when does the tour start", "hangar canteen lunch"
 class CountingSpare(SpareReads):
     """Spare reads that count the reads they took on."""
 
-    def __init__(self, url: str, connections: int) -> None:
-        super().__init__(create_engine(url, pool_size=connections, max_overflow=0), connections)
+    def __init__(self, url: str, connections: int, beside: AsyncEngine | None = None) -> None:
+        engine = create_engine(url, pool_size=connections, max_overflow=0)
+        super().__init__(engine, connections, None if beside is None else checked_out(beside))
         self.started = 0
 
     def start(
@@ -75,16 +76,24 @@ def _service(
 
 
 async def _recall(
-    database: TestDatabase, settings: Settings, tenant: TenantId, spare: SpareReads | None, query: str
+    database: TestDatabase,
+    settings: Settings,
+    tenant: TenantId,
+    spare: SpareReads | None,
+    query: str,
+    engine: AsyncEngine | None = None,
 ) -> RecallResult:
-    engine = create_engine(database.app_url, pool_size=1, max_overflow=0)
+    """One recall in its own transaction, on `engine`'s pool or a pool of its own."""
+    own = engine is None
+    engine = engine or create_engine(database.app_url, pool_size=1, max_overflow=0)
     try:
         async with async_sessionmaker(engine, expire_on_commit=False)() as session, session.begin():
             await set_tenant(session, tenant)
             request = RecallInput(user_id="u", query=query, min_relevance=0, token_budget=8192)
             return await _service(session, tenant, settings, spare).recall(request)
     finally:
-        await engine.dispose()
+        if own:
+            await engine.dispose()
 
 
 def _seen(result: RecallResult) -> list[tuple[Any, ...]]:
@@ -184,3 +193,24 @@ async def test_a_failed_spare_read_is_read_on_the_requests_connection(
         await broken.dispose()
     assert broken.started == 1
     assert _seen(recalled) == _seen(alone)
+
+
+async def test_while_other_requests_hold_connections_the_text_half_stays_in_the_statement(
+    api: Api, database: TestDatabase, settings: Settings
+) -> None:
+    for fact in FACTS:
+        await api.remember(user_id="u", content=fact)
+    tenant = TenantId(api.tenant_id)
+    requests = create_engine(database.app_url, pool_size=3, max_overflow=0)
+    spare = CountingSpare(database.app_url, 1, beside=requests)
+    try:
+        async with requests.connect() as other:  # another request, mid-transaction
+            await other.execute(text("SELECT 1"))
+            busy = await _recall(database, settings, tenant, spare, "zeppelin hangar", requests)
+        assert spare.started == 0  # its core was not spare: both halves ran in one statement
+        idle = await _recall(database, settings, tenant, spare, "zeppelin hangar", requests)
+        assert spare.started == 1
+    finally:
+        await spare.dispose()
+        await requests.dispose()
+    assert _seen(busy) == _seen(idle)
