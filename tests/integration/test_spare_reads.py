@@ -96,6 +96,12 @@ async def _recall(
             await engine.dispose()
 
 
+async def _with_facts(api: Api) -> TenantId:
+    for fact in FACTS:
+        await api.remember(user_id="u", content=fact)
+    return TenantId(api.tenant_id)
+
+
 def _seen(result: RecallResult) -> list[tuple[Any, ...]]:
     """What recall chose and why: each memory with its cosine and keyword scores, and every skip."""
     chosen = [
@@ -108,9 +114,7 @@ def _seen(result: RecallResult) -> list[tuple[Any, ...]]:
 async def test_the_text_half_apart_recalls_what_one_statement_recalls(
     api: Api, database: TestDatabase, settings: Settings, spare: CountingSpare
 ) -> None:
-    for fact in FACTS:
-        await api.remember(user_id="u", content=fact)
-    tenant = TenantId(api.tenant_id)
+    tenant = await _with_facts(api)
     for query in QUERIES:
         alone = await _recall(database, settings, tenant, None, query)
         apart = await _recall(database, settings, tenant, spare, query)
@@ -159,9 +163,7 @@ async def test_after_a_write_the_text_half_stays_in_the_transaction_that_sees_it
 async def test_with_every_spare_connection_busy_recall_does_not_wait(
     api: Api, database: TestDatabase, settings: Settings, spare: CountingSpare
 ) -> None:
-    for fact in FACTS:
-        await api.remember(user_id="u", content=fact)
-    tenant = TenantId(api.tenant_id)
+    tenant = await _with_facts(api)
     alone = await _recall(database, settings, tenant, None, "zeppelin hangar")
     release = asyncio.Event()
 
@@ -181,9 +183,7 @@ async def test_with_every_spare_connection_busy_recall_does_not_wait(
 async def test_a_failed_spare_read_is_read_on_the_requests_connection(
     api: Api, database: TestDatabase, settings: Settings
 ) -> None:
-    for fact in FACTS:
-        await api.remember(user_id="u", content=fact)
-    tenant = TenantId(api.tenant_id)
+    tenant = await _with_facts(api)
     alone = await _recall(database, settings, tenant, None, "zeppelin hangar")
     # A role that does not exist: every spare read fails when it connects.
     broken = CountingSpare(database.app_url.replace("engram_app", "engram_nobody"), 1)
@@ -198,9 +198,7 @@ async def test_a_failed_spare_read_is_read_on_the_requests_connection(
 async def test_while_other_requests_hold_connections_the_text_half_stays_in_the_statement(
     api: Api, database: TestDatabase, settings: Settings
 ) -> None:
-    for fact in FACTS:
-        await api.remember(user_id="u", content=fact)
-    tenant = TenantId(api.tenant_id)
+    tenant = await _with_facts(api)
     requests = create_engine(database.app_url, pool_size=3, max_overflow=0)
     spare = CountingSpare(database.app_url, 1, beside=requests)
     try:
