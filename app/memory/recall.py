@@ -21,7 +21,7 @@ from app.memory.models import RecalledMemory, RecallInput, RecallResult, Skipped
 from app.memory.packing import PackItem, pack
 from app.memory.repository import CandidateRow, MemoryRepository, Scope, or_tsquery
 from app.memory.scoring import score
-from app.memory.types import MemoryStatus, MemoryType
+from app.memory.types import MemoryType
 
 MAX_BUDGET = 32768
 PREFER_TYPE_BONUS = 0.10
@@ -134,7 +134,7 @@ class Recaller:
                     line=prefix + line_body(m.content),
                     score=total,
                     relevance=s.relevance,
-                    always=m.status == MemoryStatus.PINNED or m.type == MemoryType.CRITICAL_RULE,
+                    always=m.pinned or m.type == MemoryType.CRITICAL_RULE,
                     slot=(m.subject, m.type) if m.subject is not None else None,
                     content_hash=m.content_hash,
                     valid_from=m.valid_from,
