@@ -84,14 +84,13 @@ class Recaller:
                 embedding=vector,
                 embed_model=deps.embedder.name,
                 dim=deps.embedder.dim,
-                tsquery=tsquery,
+                tsquery=tsquery if apart is None else None,  # else the spare connection reads it
                 k=settings.candidate_k,
                 now=now,
                 use_index=use_index,
                 single_pass=size <= settings.single_pass_max_rows,
                 keyword_cap=settings.keyword_max_matches,
                 ef_search=settings.hnsw_ef_search,
-                keywords=apart is None,
             )
             if apart is not None:
                 keywords, task = apart

@@ -488,10 +488,9 @@ class MemoryRepository:
         single_pass: bool = False,
         keyword_cap: int = 2000,
         ef_search: int = 100,
-        keywords: bool = True,
     ) -> list[CandidateRow]:
         """Top-k by cosine, top-k by full-text rank, plus pinned and critical memories, with raw scores.
-        Without `keywords` the text half is left out (a spare connection runs `keyword_candidates`).
+        Without `tsquery` the text half is left out (as when a spare connection runs `keyword_candidates`).
 
         The text half chooses its top-k matches by `ts_rank` (term frequency: ranking all ~400 matches of
         a 6k-row scope by `ts_rank_cd` was ~2.5 ms of the statement) and scores those by `ts_rank_cd`
@@ -499,8 +498,6 @@ class MemoryRepository:
         found scores 0 there. Ranking every match of a broad OR query is the expensive part on large
         scopes, so only the first `keyword_cap` matches are ranked (a query that broad ranks poorly).
         """
-        if not keywords:
-            tsquery = None
         if use_index:
             await self._hnsw_settings(ef_search)
             sources = _index_sources(embed_model, dim, tsquery)
