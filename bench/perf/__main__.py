@@ -1,12 +1,14 @@
 """Speed and scale against the raw PostgreSQL floor, measured in one run on one machine.
 
     python -m bench.perf [--sizes 10000,100000] [--one-user 100000] [--million] [--queries 200]
-                         [--clients 1,16,64] [--load-seconds 10]
+                         [--clients 1,16,64] [--load-seconds 10] [--embedders hash,local]
 
 For each dataset (N memories over 1k tenants with a long-tailed spread of users, and N in one user):
 COPY load (the write floor), recall latency of the raw scoped top-k query sent with asyncpg (the read
 floor), the service in-process and over HTTP, exactness against brute force, single and batch writes,
-and concurrent HTTP load. Results: bench/results/perf/ (JSON, Markdown, PNG).
+and concurrent HTTP load. Then, apart, the embedding models themselves: a query's latency (what a
+recall adds to the hash-embedder figures) and batch rows/s. Results: bench/results/perf/ (JSON,
+Markdown, PNG).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from app.lib.settings import Settings
 from app.tenancy import admin
 from bench.common import bench_database, machine, percentiles, write_results
 from bench.perf.data import Scope, TextGenerator, bulk_load, copy_floor, layout
+from bench.perf.embedders import embedders_section
 from bench.perf.http import load, serve
 from bench.perf.measure import Floor, InProcess, Probe
 from bench.perf.report import render
@@ -197,15 +200,23 @@ def main() -> None:
     parser.add_argument("--clients", default="1,16,64")
     parser.add_argument("--load-seconds", type=float, default=10.0)
     parser.add_argument("--server", choices=("uvicorn", "granian"), default="uvicorn")
+    parser.add_argument(
+        "--embedders", default="hash,local", help="models timed apart, after the datasets ('' for none)"
+    )
     args = parser.parse_args()
     args.clients = [int(c) for c in args.clients.split(",")]
+    names = [name for name in args.embedders.split(",") if name]
+    if unknown := set(names) - {"hash", "local"}:
+        parser.error(f"unknown embedders: {', '.join(sorted(unknown))}")
     specs = [Spec(f"{int(n) // 1000}k over 1k tenants", int(n), 1000, 5) for n in args.sizes.split(",") if n]
     if args.million:
         specs.append(Spec("1M over 1k tenants", 1_000_000, 1000, 5))
     if args.one_user:
         specs.append(Spec(f"{args.one_user // 1000}k in one user", args.one_user, 1, 1))
     results = [run_spec(spec, args) for spec in tqdm(specs, desc="datasets")]
-    payload = {"machine": machine(), "datasets": results}
+    # After the datasets, so loading torch cannot disturb a latency figure.
+    embedders = asyncio.run(embedders_section(names, queries=args.queries))
+    payload = {"machine": machine(), "datasets": results, "embedders": embedders}
     markdown = render(payload, bench_dir=write_results("perf", payload, ""))
     print(markdown)
 

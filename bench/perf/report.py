@@ -50,10 +50,32 @@ def render(payload: dict[str, Any], bench_dir: Path) -> str:
                     f"| {d['spec']['name']} | {kind} | {v['clients']} | {v['rps']} | {v['p50']} | {v['p99']} | {v['errors']} |"
                 )
         lines.append(f"| {d['spec']['name']} | peak RSS | | | | {d['peak_rss_mb']} MB | |")
+    lines += _embedder_lines(payload.get("embedders", {}))
     markdown = "\n".join(lines) + "\n"
     (bench_dir / "summary.md").write_text(markdown)
     _plot(payload, bench_dir / "recall_latency.png")
     return markdown
+
+
+def _embedder_lines(embedders: dict[str, Any]) -> list[str]:
+    """The models timed apart: what a recall adds per query, and the ceiling on batch imports."""
+    if not embedders:
+        return []
+    lines = [
+        "",
+        "| embedder | model | load s | query p50 / p95 / p99 ms | batch rows/s |",
+        "|---|---|---|---|---|",
+    ]
+    for name, e in embedders.items():
+        if not e["available"]:
+            lines.append(f"| {name} | not installed | | | |")
+            continue
+        q = e["query_ms"]
+        lines.append(
+            f"| {name} | {e['model']} | {e['load_s']} | {q['p50']} / {q['p95']} / {q['p99']} | "
+            f"{e['batch_rows_per_s']} |"
+        )
+    return lines
 
 
 def _plot(payload: dict[str, Any], path: Path) -> None:
