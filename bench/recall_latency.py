@@ -2,9 +2,9 @@
 
     python -m bench.recall_latency [--memories 10000] [--queries 300]
 
-In-process calls the same service code a request uses (one transaction per recall, tenant bound,
-reinforce included); HTTP goes through uvicorn on loopback with a real API key. Results go to
-bench/results/recall-latency/.
+In-process calls the service as the served app builds it (one transaction per recall, tenant bound,
+spare reads, reinforcement in the background); HTTP goes through uvicorn on loopback with a real API
+key. Results go to bench/results/recall-latency/.
 """
 
 from __future__ import annotations
@@ -24,17 +24,21 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 from tqdm import tqdm
 
 from app.db.session import create_engine, set_tenant
+from app.db.spare import SpareReads
 from app.embeddings.hashing import HashEmbedder
 from app.lib.clock import SystemClock
+from app.lib.heap import freeze_startup_heap
 from app.lib.settings import Settings
 from app.lib.tokens import TokenCounter
 from app.memory.context import MemoryDeps
-from app.memory.models import RecallInput, RememberInput
+from app.memory.models import RememberInput
 from app.memory.repository import MemoryRepository
 from app.memory.service import MemoryService
 from app.tenancy import admin
 from app.tenancy.types import TenantId
 from bench.common import bench_database, machine, percentiles, write_results
+from bench.perf.data import Scope
+from bench.perf.measure import InProcess, Probe
 
 TOPICS = [
     "deploy",
@@ -124,21 +128,28 @@ def _service(session: Any, tenant: TenantId, settings: Settings, embedder: HashE
     return MemoryService(deps)
 
 
-async def in_process(app_url: str, tenant: TenantId, queries: list[str]) -> list[float]:
-    engine = create_engine(app_url)
+async def in_process(app_url: str, tenant: TenantId, queries: list[str], memories: int) -> list[float]:
+    """The service as the served app builds it: its pool, spare reads, reinforcement in the background,
+    the startup heap frozen."""
     settings = Settings(embedder="hash")
-    embedder = HashEmbedder()
-    maker = async_sessionmaker(engine, expire_on_commit=False)
+    engine = create_engine(app_url, pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow)
+    spare = (
+        SpareReads.connect(app_url, settings.spare_connections, engine)
+        if settings.spare_connections
+        else None
+    )
+    service = InProcess(engine, settings, HashEmbedder(), spare)
+    service.reinforcements.start()
+    freeze_startup_heap()
+    scope = Scope(tenant, "bench-user", memories)
     samples = []
     for i, query in enumerate(tqdm(queries, desc="in-process recall")):
-        started = time.perf_counter()
-        async with maker() as session, session.begin():
-            await set_tenant(session, tenant)
-            await _service(session, tenant, settings, embedder).recall(
-                RecallInput(user_id="bench-user", query=query)
-            )
+        elapsed = await service.recall(Probe(scope, query))
         if i >= 20:  # warm-up excluded
-            samples.append((time.perf_counter() - started) * 1000)
+            samples.append(elapsed)
+    await service.reinforcements.stop()
+    if spare is not None:
+        await spare.dispose()
     await engine.dispose()
     return samples
 
@@ -200,7 +211,7 @@ def main() -> None:
     ]
     with bench_database() as (owner_url, app_url):
         tenant, key = asyncio.run(seed(app_url, owner_url, args.memories))
-        local = percentiles(asyncio.run(in_process(app_url, tenant, queries)))
+        local = percentiles(asyncio.run(in_process(app_url, tenant, queries, args.memories)))
         http = percentiles(over_http(owner_url, app_url, key, queries))
     payload = {"memories": args.memories, "embedder": "hash-v1-384", "in_process_ms": local, "http_ms": http}
     payload["machine"] = machine()
