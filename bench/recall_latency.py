@@ -24,10 +24,8 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 from tqdm import tqdm
 
 from app.db.session import create_engine, set_tenant
-from app.db.spare import SpareReads
 from app.embeddings.hashing import HashEmbedder
 from app.lib.clock import SystemClock
-from app.lib.heap import freeze_startup_heap
 from app.lib.settings import Settings
 from app.lib.tokens import TokenCounter
 from app.memory.context import MemoryDeps
@@ -38,7 +36,7 @@ from app.tenancy import admin
 from app.tenancy.types import TenantId
 from bench.common import bench_database, machine, percentiles, write_results
 from bench.perf.data import Scope
-from bench.perf.measure import InProcess, Probe
+from bench.perf.measure import Probe, served
 
 TOPICS = [
     "deploy",
@@ -129,28 +127,14 @@ def _service(session: Any, tenant: TenantId, settings: Settings, embedder: HashE
 
 
 async def in_process(app_url: str, tenant: TenantId, queries: list[str], memories: int) -> list[float]:
-    """The service as the served app builds it: its pool, spare reads, reinforcement in the background,
-    the startup heap frozen."""
     settings = Settings(embedder="hash")
-    engine = create_engine(app_url, pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow)
-    spare = (
-        SpareReads.connect(app_url, settings.spare_connections, engine)
-        if settings.spare_connections
-        else None
-    )
-    service = InProcess(engine, settings, HashEmbedder(), spare)
-    service.reinforcements.start()
-    freeze_startup_heap()
     scope = Scope(tenant, "bench-user", memories)
     samples = []
-    for i, query in enumerate(tqdm(queries, desc="in-process recall")):
-        elapsed = await service.recall(Probe(scope, query))
-        if i >= 20:  # warm-up excluded
-            samples.append(elapsed)
-    await service.reinforcements.stop()
-    if spare is not None:
-        await spare.dispose()
-    await engine.dispose()
+    async with served(app_url, settings, HashEmbedder(), settings.db_pool_size) as service:
+        for i, query in enumerate(tqdm(queries, desc="in-process recall")):
+            elapsed = await service.recall(Probe(scope, query))
+            if i >= 20:  # warm-up excluded
+                samples.append(elapsed)
     return samples
 
 

@@ -26,17 +26,15 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 from tqdm import tqdm
 
 from app.db.session import create_engine
-from app.db.spare import SpareReads
 from app.db.urls import to_asyncpg_dsn
 from app.embeddings.hashing import HashEmbedder
-from app.lib.heap import freeze_startup_heap
 from app.lib.settings import Settings
 from app.tenancy import admin
 from bench.common import bench_database, machine, percentiles, write_results
 from bench.perf.data import Scope, TextGenerator, bulk_load, copy_floor, layout
-from bench.perf.embedders import embedders_section
+from bench.perf.embedders import EMBEDDERS, embedders_section
 from bench.perf.http import load, serve
-from bench.perf.measure import Floor, InProcess, Probe
+from bench.perf.measure import Floor, InProcess, Probe, served
 from bench.perf.report import render
 
 
@@ -72,33 +70,21 @@ async def latency_section(
     embedder = HashEmbedder()
     k = settings.candidate_k
     floor = await Floor.connect(to_asyncpg_dsn(app_url), embedder, settings.exact_scan_max_rows, k)
-    engine = create_engine(app_url, pool_size=4, max_overflow=0)
-    spare = (
-        SpareReads.connect(app_url, settings.spare_connections, engine)
-        if settings.spare_connections
-        else None
-    )
-    service = InProcess(engine, settings, embedder, spare)  # as the served app builds it
-    service.reinforcements.start()
-    freeze_startup_heap()  # as the served app does once it has started
-    floor_ms, local_ms, overlaps = [], [], []
-    for i, probe in enumerate(tqdm(probes, desc="floor / in-process / exactness", leave=False)):
-        hnsw = await service.uses_index(probe)
-        # Whichever runs first pays for the scope's pages not being in shared buffers yet; alternate.
-        if i % 2:
-            local_ms.append(await service.recall(probe))
-        ms, _ = await floor.run(probe, exact=not hnsw)
-        floor_ms.append(ms)
-        if not i % 2:
-            local_ms.append(await service.recall(probe))
-        _, exact_ids = await floor.run(probe, exact=True)
-        got = set(await service.semantic_candidates(probe, k, hnsw))
-        overlaps.append(len(got & set(exact_ids)) / len(exact_ids) if exact_ids else 1.0)
-    await service.reinforcements.stop()
+    async with served(app_url, settings, embedder, pool_size=4) as service:
+        floor_ms, local_ms, overlaps = [], [], []
+        for i, probe in enumerate(tqdm(probes, desc="floor / in-process / exactness", leave=False)):
+            hnsw = await service.uses_index(probe)
+            # Whichever runs first pays for the scope's pages not being in shared buffers yet; alternate.
+            if i % 2:
+                local_ms.append(await service.recall(probe))
+            ms, _ = await floor.run(probe, exact=not hnsw)
+            floor_ms.append(ms)
+            if not i % 2:
+                local_ms.append(await service.recall(probe))
+            _, exact_ids = await floor.run(probe, exact=True)
+            got = set(await service.semantic_candidates(probe, k, hnsw))
+            overlaps.append(len(got & set(exact_ids)) / len(exact_ids) if exact_ids else 1.0)
     await floor.close()
-    if spare is not None:
-        await spare.dispose()
-    await engine.dispose()
     return {
         "floor_ms": percentiles(floor_ms[5:]),
         "in_process_ms": percentiles(local_ms[5:]),
@@ -206,7 +192,7 @@ def main() -> None:
     args = parser.parse_args()
     args.clients = [int(c) for c in args.clients.split(",")]
     names = [name for name in args.embedders.split(",") if name]
-    if unknown := set(names) - {"hash", "local"}:
+    if unknown := set(names) - set(EMBEDDERS):
         parser.error(f"unknown embedders: {', '.join(sorted(unknown))}")
     specs = [Spec(f"{int(n) // 1000}k over 1k tenants", int(n), 1000, 5) for n in args.sizes.split(",") if n]
     if args.million:

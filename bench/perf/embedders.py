@@ -8,7 +8,6 @@ throughput in rows/s is the ceiling the model puts on batch imports.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from tqdm import tqdm
@@ -17,6 +16,7 @@ from app.embeddings import Embedder, HashEmbedder, LocalEmbedder, local_embedder
 from bench.common import percentiles
 from bench.perf.data import TextGenerator
 
+EMBEDDERS = ("hash", "local")
 WARMUP = 5  # the first calls pay for lazy initialisation (thread pool, tokenizer caches)
 
 
@@ -46,21 +46,17 @@ async def time_embedder(embedder: Embedder, queries: list[str], batches: list[li
 async def embedders_section(
     names: list[str], *, queries: int = 200, batches: int = 4, batch_size: int = 500
 ) -> dict[str, Any]:
-    """Each named embedder ('hash', 'local') on the bench's own query and sentence texts."""
+    """Each named embedder (of `EMBEDDERS`) on the bench's own query and sentence texts."""
     text = TextGenerator(seed=47)
     query_texts = [text.query() for _ in range(queries + WARMUP)]
     batch_texts = [[text.sentence() for _ in range(batch_size)] for _ in range(batches)]
-    loaders: dict[str, Callable[[], Awaitable[Embedder]]] = {
-        "hash": _hash,
-        "local": LocalEmbedder.load,
-    }
     out: dict[str, Any] = {}
     for name in names:
         if name == "local" and not local_embedder_available():
             out[name] = {"available": False}
             continue
         started = time.perf_counter()
-        embedder = await loaders[name]()
+        embedder: Embedder = HashEmbedder() if name == "hash" else await LocalEmbedder.load()
         load_s = time.perf_counter() - started
         out[name] = {"available": True, "load_s": round(load_s, 2)}
         try:
@@ -68,7 +64,3 @@ async def embedders_section(
         finally:
             await embedder.aclose()
     return out
-
-
-async def _hash() -> Embedder:
-    return HashEmbedder()

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import asyncpg
 from pgvector.asyncpg import register_vector
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
-from app.db.session import set_tenant
+from app.db.session import create_engine, set_tenant
 from app.db.spare import SpareReads
 from app.embeddings.hashing import HashEmbedder
 from app.lib.clock import SystemClock
+from app.lib.heap import freeze_startup_heap
 from app.lib.settings import Settings
 from app.lib.tokens import TokenCounter
 from app.memory.context import MemoryDeps
@@ -153,3 +156,27 @@ class InProcess:
                 [RememberInput(user_id=scope.user_id, content=c, source="import") for c in items]
             )
         return time.perf_counter() - started
+
+
+@asynccontextmanager
+async def served(
+    app_url: str, settings: Settings, embedder: HashEmbedder, pool_size: int
+) -> AsyncIterator[InProcess]:
+    """The service in-process as the served app builds it: its own pool, spare reads when the settings
+    have them, reinforcement in the background, the startup heap frozen (`freeze_startup_heap`)."""
+    engine = create_engine(app_url, pool_size=pool_size, max_overflow=0)
+    spare = (
+        SpareReads.connect(app_url, settings.spare_connections, engine)
+        if settings.spare_connections
+        else None
+    )
+    service = InProcess(engine, settings, embedder, spare)
+    service.reinforcements.start()
+    freeze_startup_heap()
+    try:
+        yield service
+    finally:
+        await service.reinforcements.stop()
+        if spare is not None:
+            await spare.dispose()
+        await engine.dispose()
