@@ -25,9 +25,12 @@ from sqlalchemy import (
     event,
     func,
     inspect,
+    literal_column,
+    select,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR, UUID
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import DeclarativeBase, Mapped, column_property, mapped_column
+from sqlalchemy.orm.attributes import set_committed_value
 
 from app.memory.lines import content_tokens
 
@@ -73,6 +76,33 @@ class ApiKey(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
+class MemoryAccess(Base):
+    """How often and when recall last handed a memory back (no row: never). Apart from `memories` so
+    that reinforcing a memory updates a narrow row, not the memory's (migration 0008)."""
+
+    __tablename__ = "memory_access"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["tenant_id", "memory_id"], ["memories.tenant_id", "memories.id"], ondelete="CASCADE"
+        ),
+    )
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    memory_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    access_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
+    last_accessed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+def _access(column: Any, tenant_id: Any, memory_id: Any) -> Any:
+    """A memory's `column` of its MemoryAccess row, as a subquery read with the memory."""
+    return (
+        select(column)
+        .where(MemoryAccess.tenant_id == tenant_id, MemoryAccess.memory_id == memory_id)
+        .correlate_except(MemoryAccess)
+        .scalar_subquery()
+    )
+
+
 class Memory(Base):
     __tablename__ = "memories"
     __table_args__ = (ForeignKeyConstraint(["tenant_id"], ["tenants.id"], ondelete="CASCADE"),)
@@ -97,8 +127,6 @@ class Memory(Base):
     valid_from: Mapped[datetime] = _now_column()
     valid_to: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    last_accessed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    access_count: Mapped[int] = mapped_column(Integer, nullable=False, server_default="0")
     supersedes: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     superseded_by: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     source: Mapped[str] = mapped_column(String(16), nullable=False)
@@ -112,6 +140,21 @@ class Memory(Base):
     # Tokens of the content as a context line shows it (app/memory/lines.py), set on every ORM write that
     # changes the content; NULL for rows written before migration 0007 (recall then counts the line).
     content_tokens: Mapped[int | None] = mapped_column(Integer)
+    # Read with the memory, written apart (`MemoryRepository.record_access`): reinforcement updates a
+    # narrow MemoryAccess row, never this one. Kept through flushes: nothing here writes them.
+    access_count: Mapped[int] = column_property(
+        func.coalesce(_access(MemoryAccess.access_count, tenant_id, id), literal_column("0")),
+        expire_on_flush=False,
+    )
+    last_accessed_at: Mapped[datetime | None] = column_property(
+        _access(MemoryAccess.last_accessed_at, tenant_id, id), expire_on_flush=False
+    )
+
+
+@event.listens_for(Memory, "init")
+def _never_accessed(memory: Memory, _args: Any, _kwargs: Any) -> None:
+    set_committed_value(memory, "access_count", 0)
+    set_committed_value(memory, "last_accessed_at", None)
 
 
 @event.listens_for(Memory, "before_insert")

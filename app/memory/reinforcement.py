@@ -1,14 +1,15 @@
 """Reinforcement off the request path: recalls note what they packed, a background task writes it.
 
-Recall reinforces what it hands back (access_count, last_accessed_at: salience decays from the last
-access). Writing that inside every recall made a read an UPDATE of ~2.5 kB rows: row versions, WAL,
-and sometimes a new HNSW entry, on the latency path and under row locks. Here a recall only notes its
-ids in memory; every `interval_s` one UPDATE per tenant applies the accumulated counts. Recall stays
+Recall reinforces what it hands back (an access count and the last access time: salience decays from
+the last access). Written inside every recall, that made a read a write on the latency path, under row
+locks. Here a recall only notes its ids in memory; every `interval_s` one statement per tenant adds the
+accumulated accesses to the memories' narrow `memory_access` rows (migration 0008). Recall stays
 read-only; a burst of recalls of the same memories becomes one row update.
 
-Best effort by design, as reinforcement always was: rows another transaction holds are skipped, and a
-crash loses at most one interval of access counts (a graceful shutdown flushes). Nothing a client
-wrote is ever held here.
+Best effort by design, as reinforcement always was: memories a writer holds are skipped, a flush that
+would wait on a lock longer than `LOCK_TIMEOUT` gives up (a writer is never held up by it), and a crash
+loses at most one interval of access counts (a graceful shutdown flushes). Nothing a client wrote is
+ever held here.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import text
@@ -26,28 +26,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 from app.db.session import set_tenant
 from app.lib.logging import get_logger
 from app.lib.periodic import PeriodicTask
+from app.memory.repository import Access, MemoryRepository
 from app.tenancy.types import TenantId
 
 log = get_logger("engram.reinforcement")
 
-_APPLY = text(
-    """UPDATE memories m
-       SET access_count = m.access_count + u.n,
-           last_accessed_at = greatest(coalesce(m.last_accessed_at, u.at), u.at)
-       FROM (SELECT pending.id, pending.n, pending.at
-             FROM unnest(CAST(:ids AS uuid[]), CAST(:ns AS int[]), CAST(:ats AS timestamptz[]))
-                  AS pending(id, n, at)
-             JOIN memories locked ON locked.tenant_id = :tenant AND locked.id = pending.id
-             ORDER BY pending.id
-             FOR UPDATE OF locked SKIP LOCKED) u
-       WHERE m.tenant_id = :tenant AND m.id = u.id"""
-)
-
-
-@dataclass(slots=True)
-class _Pending:
-    count: int
-    last: datetime
+# Past this, a flush gives up its tenant's batch rather than hold up whoever holds the lock.
+LOCK_TIMEOUT = "200ms"
+_LOCK_TIMEOUT = text("SELECT set_config('lock_timeout', :timeout, true)")
 
 
 class Reinforcements:
@@ -55,7 +41,7 @@ class Reinforcements:
 
     def __init__(self, engine: AsyncEngine, interval_s: float) -> None:
         self._maker = async_sessionmaker(engine)
-        self._pending: dict[TenantId, dict[uuid.UUID, _Pending]] = defaultdict(dict)
+        self._pending: dict[TenantId, dict[uuid.UUID, Access]] = defaultdict(dict)
         self._task = PeriodicTask(self.flush, interval_s, name="reinforcement")
 
     def note(self, tenant: TenantId, ids: Sequence[uuid.UUID], at: datetime) -> None:
@@ -63,11 +49,8 @@ class Reinforcements:
         pending = self._pending[tenant]
         for memory_id in ids:
             seen = pending.get(memory_id)
-            if seen is None:
-                pending[memory_id] = _Pending(1, at)
-            else:
-                seen.count += 1
-                seen.last = max(seen.last, at)
+            last = at if seen is None or seen.last is None else max(seen.last, at)
+            pending[memory_id] = Access(1 if seen is None else seen.count + 1, last)
 
     @property
     def pending(self) -> int:
@@ -78,20 +61,13 @@ class Reinforcements:
         batch, self._pending = self._pending, defaultdict(dict)
         updated = 0
         for tenant, accesses in batch.items():
-            ids = sorted(accesses)
-            params = {
-                "tenant": tenant,
-                "ids": ids,
-                "ns": [accesses[i].count for i in ids],
-                "ats": [accesses[i].last for i in ids],
-            }
             try:
                 async with self._maker() as session, session.begin():
                     await set_tenant(session, tenant)
-                    result = await session.execute(_APPLY, params)
-                    updated += result.rowcount  # type: ignore[attr-defined]
-            except SQLAlchemyError as exc:  # the database may be briefly away: these accesses are lost
-                log.warning("reinforcement_failed", error_type=type(exc).__name__, memories=len(ids))
+                    await session.execute(_LOCK_TIMEOUT, {"timeout": LOCK_TIMEOUT})
+                    updated += len(await MemoryRepository(session, tenant).record_access(accesses))
+            except SQLAlchemyError as exc:  # the database may be briefly away, or a lock held: lost
+                log.warning("reinforcement_failed", error_type=type(exc).__name__, memories=len(accesses))
         return updated
 
     def start(self) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
@@ -18,6 +18,7 @@ from sqlalchemy import (
     cast,
     column,
     func,
+    inspect,
     literal_column,
     or_,
     select,
@@ -28,7 +29,7 @@ from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.engine import RowMapping
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.db.models import DreamProposal, Memory, MemoryEvent
+from app.db.models import DreamProposal, Memory, MemoryAccess, MemoryEvent
 from app.memory.models import MemoryRecord
 from app.memory.types import LIVE_STATUSES, MemoryStatus, ProposalStatus
 from app.tenancy.types import TenantId
@@ -103,9 +104,30 @@ class CandidateRow:
 # Every column the API shows (no embedding, no tsvector): what recall loads for its candidates.
 _MEMORY_COLUMNS = tuple(f.name for f in fields(MemoryRecord))
 
-# The candidate statement's columns as typed for the result. `tags` is left untyped: asyncpg already
-# returns a list of str, and SQLAlchemy's ARRAY processing cost 17 us a row (1.6 ms per large recall).
-_CANDIDATE_COLUMNS = [column(c) if c == "tags" else Memory.__table__.c[c] for c in _MEMORY_COLUMNS]
+# A memory's access count and time live in `memory_access` (`a`, joined by _ACCESS_JOIN; no row: never).
+_ACCESS_SQL = {
+    "access_count": "coalesce(a.access_count, 0) AS access_count",
+    "last_accessed_at": "a.last_accessed_at",
+}
+_ACCESS_JOIN = "LEFT JOIN memory_access a ON a.tenant_id = m.tenant_id AND a.memory_id = m.id"
+
+
+def _candidate_column(name: str) -> Any:
+    """A candidate column as typed for the result. `tags` is left untyped: asyncpg already returns a
+    list of str, and SQLAlchemy's ARRAY processing cost 17 us a row (1.6 ms per large recall)."""
+    if name == "tags":
+        return column(name)
+    if name in _ACCESS_SQL:
+        return MemoryAccess.__table__.c[name]
+    return Memory.__table__.c[name]
+
+
+_CANDIDATE_COLUMNS = [_candidate_column(c) for c in _MEMORY_COLUMNS]
+
+# Every column the API shows, as SQL over a memory `m` and its access `a` (joined by _ACCESS_JOIN), and
+# as the ORM maps them (a statement that loads `Memory` objects).
+_MEMORY_SQL = ", ".join(_ACCESS_SQL.get(c, f"m.{c}") for c in _MEMORY_COLUMNS)
+_MEMORY_ATTRIBUTES = [inspect(Memory).columns[c] for c in _MEMORY_COLUMNS]
 
 # What recall's scoring, slot veto and line rendering read of each candidate.
 _SCORED_COLUMNS = (
@@ -126,8 +148,9 @@ _SHORT_TSV = (
 )
 _NO_KEYWORDS = "SELECT NULL::uuid AS id, 0.0::real AS rank WHERE false"
 
-# What a candidate statement returns for each row `m` it loads (`kw`: the text half's ranks), and its types.
-_CANDIDATE_SELECT = f"""SELECT {", ".join(f"m.{c}" for c in (*_MEMORY_COLUMNS, "content_tokens"))},
+# What a candidate statement returns for each row `m` it loads (`kw`: the text half's ranks; `a`: its
+# access, _ACCESS_JOIN), and its types.
+_CANDIDATE_SELECT = f"""SELECT {_MEMORY_SQL}, m.content_tokens,
                        CASE WHEN m.embed_model = :embed_model AND m.embedding IS NOT NULL
                             THEN 1 - (m.embedding <=> CAST(:qvec AS vector)) END AS cosine,
                        coalesce(kw.rank, 0) AS rank"""
@@ -209,6 +232,48 @@ def _index_sources(embed_model: str, dim: int, tsquery: str | None) -> str:
                       AND embedding IS NOT NULL
                     ORDER BY embedding::vector({int(dim)}) <=> CAST(:qvec AS vector({int(dim)})) LIMIT :k
                 ), kw AS ({_scope_matches(tsquery)})"""
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """Accesses of one memory: how many, and the last one."""
+
+    count: int
+    last: datetime | None
+
+
+# Adds accesses (:ids, :ns, :ats) to the memories' `memory_access` rows. Rows another transaction holds
+# are skipped, never waited for: an access row, or for a first access the memory's row (a writer
+# replacing it; locked FOR KEY SHARE, which the foreign key check takes anyway). Only a first access
+# touches `memories` at all: locking a row writes its page.
+_ACCESS_UPSERT = text(
+    """WITH p AS (
+           SELECT * FROM unnest(CAST(:ids AS uuid[]), CAST(:ns AS int[]), CAST(:ats AS timestamptz[]))
+                         AS p(id, n, at)
+       ), held AS (
+           SELECT a.memory_id, p.n, p.at FROM memory_access a JOIN p ON p.id = a.memory_id
+           WHERE a.tenant_id = :tenant
+           ORDER BY a.memory_id FOR UPDATE OF a SKIP LOCKED
+       ), bumped AS (
+           UPDATE memory_access a
+           SET access_count = a.access_count + held.n,
+               last_accessed_at = greatest(a.last_accessed_at, held.at)
+           FROM held WHERE a.tenant_id = :tenant AND a.memory_id = held.memory_id
+           RETURNING a.memory_id, a.access_count, a.last_accessed_at
+       ), fresh AS (
+           SELECT m.id FROM memories m
+           WHERE m.tenant_id = :tenant AND m.id = ANY(CAST(:ids AS uuid[]))
+             AND NOT EXISTS (SELECT FROM memory_access a WHERE a.tenant_id = :tenant AND a.memory_id = m.id)
+           ORDER BY m.id FOR KEY SHARE OF m SKIP LOCKED
+       ), added AS (
+           INSERT INTO memory_access (tenant_id, memory_id, access_count, last_accessed_at)
+           SELECT :tenant, p.id, p.n, p.at FROM p JOIN fresh ON fresh.id = p.id
+           ORDER BY p.id
+           ON CONFLICT DO NOTHING
+           RETURNING memory_id, access_count, last_accessed_at
+       )
+       SELECT * FROM bumped UNION ALL SELECT * FROM added"""
+)
 
 
 class MemoryRepository:
@@ -338,13 +403,12 @@ class MemoryRepository:
             vector_type, embedding = f"vector({dim})", f"embedding::vector({dim})"
             model_filter = f"embed_model = {model_literal(embed_model)}"
             await self._hnsw_settings(ef_search)
-        columns = ", ".join(f"m.{c}" for c in _MEMORY_COLUMNS)
         sql = text(
             f"""WITH q AS MATERIALIZED (
                     SELECT ord, mtype, subject, CAST(vec AS {vector_type}) AS vec
                     FROM unnest(CAST(:ords AS int[]), CAST(:types AS text[]), CAST(:subjects AS text[]),
                                 CAST(:vecs AS text[])) AS t(ord, mtype, subject, vec))
-                SELECT {columns}, q.ord AS ord, 1 - nn.distance AS cosine
+                SELECT {_MEMORY_SQL}, q.ord AS ord, 1 - nn.distance AS cosine
                 FROM q CROSS JOIN LATERAL (
                     SELECT id, {embedding} <=> q.vec AS distance FROM memories
                     WHERE tenant_id = :tenant AND user_id = :user_id AND {project}
@@ -352,10 +416,8 @@ class MemoryRepository:
                       AND embedding IS NOT NULL
                       AND (q.subject IS NULL OR subject IS NULL OR subject = q.subject)
                     ORDER BY distance LIMIT 1) nn
-                JOIN memories m ON m.tenant_id = :tenant AND m.id = nn.id"""
-        ).columns(
-            *(Memory.__table__.c[c] for c in _MEMORY_COLUMNS), column("ord", Integer), column("cosine", Float)
-        )
+                JOIN memories m ON m.tenant_id = :tenant AND m.id = nn.id {_ACCESS_JOIN}"""
+        ).columns(*_MEMORY_ATTRIBUTES, column("ord", Integer), column("cosine", Float))
         params: dict[str, Any] = {
             "tenant": self.tenant,
             "user_id": scope.user_id,
@@ -433,23 +495,30 @@ class MemoryRepository:
         return proposal
 
     async def reinforce(self, ids: Sequence[uuid.UUID], now: datetime) -> None:
-        """One statement for every memory that made it into a context.
+        """One access at `now` for every memory that made it into a context (one statement)."""
+        await self.record_access({memory_id: Access(1, now) for memory_id in ids})
 
-        Best effort by design: rows another transaction holds are skipped (SKIP LOCKED), so concurrent
-        recalls of the same memories never wait on each other or deadlock; an access count may then
-        miss an increment, which is all reinforcement is.
+    async def record_access(self, accesses: Mapping[uuid.UUID, Access]) -> dict[uuid.UUID, Access]:
+        """Add each memory's accesses to its `memory_access` row; returns the rows as they now stand.
+
+        Best effort by design: a memory that no longer exists, whose access row another transaction
+        holds, or (on its first access) that a writer holds for update, is skipped, so reinforcement
+        neither waits nor deadlocks; its access count then misses an increment, which is all
+        reinforcement is. The one wait left is on another transaction inserting the same memory's
+        first access row (the background batches bound it with a lock timeout). Rows are locked in id
+        order.
         """
-        if not ids:
-            return
-        await self.session.execute(
-            text(
-                """UPDATE memories m SET access_count = m.access_count + 1, last_accessed_at = :now
-                   FROM (SELECT tenant_id, id FROM memories WHERE tenant_id = :tenant AND id = ANY(:ids)
-                         ORDER BY id FOR UPDATE SKIP LOCKED) locked
-                   WHERE m.tenant_id = locked.tenant_id AND m.id = locked.id"""
-            ),
-            {"now": now, "tenant": self.tenant, "ids": list(ids)},
-        )
+        if not accesses:
+            return {}
+        ids = sorted(accesses)
+        params = {
+            "tenant": self.tenant,
+            "ids": ids,
+            "ns": [accesses[i].count for i in ids],
+            "ats": [accesses[i].last for i in ids],
+        }
+        rows = await self.session.execute(_ACCESS_UPSERT, params)
+        return {row.memory_id: Access(row.access_count, row.last_accessed_at) for row in rows}
 
     # -- reads --------------------------------------------------------------------------------------
     async def get(self, memory_id: uuid.UUID, *, for_update: bool = False) -> Memory | None:
@@ -513,7 +582,7 @@ class MemoryRepository:
                 ), ids AS (SELECT id FROM sem UNION SELECT id FROM kw UNION SELECT id FROM always)
                 {_CANDIDATE_SELECT}
                 FROM ids JOIN memories m ON m.tenant_id = :tenant AND m.id = ids.id
-                LEFT JOIN kw ON kw.id = ids.id"""
+                LEFT JOIN kw ON kw.id = ids.id {_ACCESS_JOIN}"""
         ).columns(*_CANDIDATE_RESULT)
         params = self._candidate_params(scope, embedding, embed_model, now, k, keyword_cap, tsquery)
         # One round trip; plain rows (see CandidateRow).
@@ -535,7 +604,7 @@ class MemoryRepository:
         sql = text(
             f"""WITH kw AS ({_scope_matches(tsquery)})
                 {_CANDIDATE_SELECT}
-                FROM kw JOIN memories m ON m.tenant_id = :tenant AND m.id = kw.id"""
+                FROM kw JOIN memories m ON m.tenant_id = :tenant AND m.id = kw.id {_ACCESS_JOIN}"""
         ).columns(*_CANDIDATE_RESULT)
         params = self._candidate_params(scope, embedding, embed_model, now, k, keyword_cap, tsquery)
         rows = (await self.session.execute(sql, params)).mappings().all()

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 import numpy.typing as npt
+from sqlalchemy.orm.attributes import set_committed_value
 
 from app.db.models import Memory
 from app.embeddings.base import numeric_tokens_differ
@@ -20,7 +21,7 @@ from app.memory.deadlines import deadline_expiry
 from app.memory.fingerprint import fingerprints
 from app.memory.inferred import infer_slots
 from app.memory.models import RememberInput, RememberResult
-from app.memory.repository import Scope
+from app.memory.repository import Access, Scope
 from app.memory.retire import retire
 from app.memory.slots import content_hash, hash_lock_key, normalise_subject, slot_lock_key
 from app.memory.supersession import Action, Decision, Existing, decide_semantic, decide_slot
@@ -112,6 +113,7 @@ class MemoryWriter:
         self._scope_sizes: dict[Scope, bool] = {}
         self._views: dict[Scope, _ScopeView] | None = None  # set while a batch is being written
         self._loaded: dict[uuid.UUID, Memory] = {}
+        self._accessed: dict[uuid.UUID, tuple[Memory, Access]] = {}  # written again: an access
 
     async def _large(self, scope: Scope) -> bool:
         """Whether the nearest-memory check uses HNSW for this scope (asked once per scope and batch)."""
@@ -172,7 +174,17 @@ class MemoryWriter:
         finally:
             self._views, self._loaded = None, {}
         await self.repo.flush()
+        await self._record_accesses()
         return results
+
+    async def _record_accesses(self) -> None:
+        """Count the memories written again as accessed (one statement per batch), and show it."""
+        accessed, self._accessed = self._accessed, {}
+        stored = await self.repo.record_access({mid: access for mid, (_, access) in accessed.items()})
+        for memory_id, access in stored.items():
+            memory = accessed[memory_id][0]
+            set_committed_value(memory, "access_count", access.count)
+            set_committed_value(memory, "last_accessed_at", access.last)
 
     async def _prefetch(self, prepared: list[_Prepared], vectors: list[list[float]]) -> None:
         """One statement per lookup and scope for the whole batch, instead of three per item."""
@@ -409,8 +421,8 @@ class MemoryWriter:
     async def _reinforce(self, target: uuid.UUID, p: _Prepared, now: datetime, actor: str) -> RememberResult:
         memory = await self._memory(target)
         assert memory is not None
-        memory.access_count += 1
-        memory.last_accessed_at = now
+        seen = self._accessed.get(memory.id)
+        self._accessed[memory.id] = (memory, Access(1 if seen is None else seen[1].count + 1, now))
         memory.updated_at = now
         memory.importance = max(memory.importance, p.item.importance)
         self.repo.add_event(

@@ -21,6 +21,7 @@ from typing import Any
 from app.db.models import DreamProposal, Memory
 from app.lib.redaction import redact, redact_value
 from app.memory.context import MemoryDeps
+from app.memory.repository import Access
 from app.memory.retire import retire
 from app.memory.slots import content_hash, normalise_subject
 from app.memory.types import LIVE_STATUSES, EventKind, MemoryStatus, MemoryType, SupersedeRule
@@ -117,6 +118,13 @@ class Importer:
         result.imported = len(plan.rows)
         result.mismatched = sum(1 for r in plan.rows if r.vector is None)
         await self.memories.flush()
+        await self.memories.record_access(
+            {
+                row.id: Access(row.doc.access_count, row.doc.last_accessed_at)
+                for row in plan.rows
+                if row.doc.access_count or row.doc.last_accessed_at is not None
+            }
+        )
         result.superseded = await self._resolve_slots(inserted, now)
         result.events = await self._events(doc, plan)
         result.proposals = await self._proposals(doc, plan)
@@ -199,8 +207,6 @@ class Importer:
             valid_from=m.valid_from or created,
             valid_to=m.valid_to,
             expires_at=m.expires_at,
-            last_accessed_at=m.last_accessed_at,
-            access_count=m.access_count,
             supersedes=plan.map(m.supersedes),
             superseded_by=plan.map(m.superseded_by),
             source=str(m.source),

@@ -20,7 +20,7 @@ from app.memory.slots import content_hash
 TYPES = ("fact", "preference", "decision", "episodic", "task", "constraint", "project", "identity")
 COLUMNS = (
     "tenant_id", "id", "user_id", "type", "content", "status", "importance", "salience", "confidence",
-    "privacy", "created_at", "updated_at", "valid_from", "access_count", "source", "embed_model",
+    "privacy", "created_at", "updated_at", "valid_from", "source", "embed_model",
     "embedding", "content_hash", "content_tokens",
 )  # fmt: skip
 SYLLABLES = ("ka", "lo", "mi", "ren", "tor", "vel", "sa", "qu", "dor", "fin", "bra", "zel", "po", "nu", "ect")
@@ -104,7 +104,7 @@ def records(scopes: list[Scope], text: TextGenerator, embedder: HashEmbedder) ->
             when = now - timedelta(days=text.rng.random() * 365)
             yield (
                 scope.tenant, uuid.uuid4(), scope.user_id, text.rng.choice(TYPES), content, "active",
-                round(text.rng.random(), 3), 1.0, 0.8, "public", when, when, when, 0, "import",
+                round(text.rng.random(), 3), 1.0, 0.8, "public", when, when, when, "import",
                 embedder.name, embedder.embed_text(content), content_hash(content), content_tokens(content),
             )  # fmt: skip
 

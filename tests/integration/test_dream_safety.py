@@ -14,7 +14,7 @@ from tests.integration.test_bad_input import assert_error
 from tests.integration.test_dream import decide, dream, duplicates, merge_of
 from tests.support.tables import table_rows
 
-TABLES = ("memories", "memory_events", "dream_proposals")
+TABLES = ("memories", "memory_access", "memory_events", "dream_proposals")
 
 
 async def everything(owner_engine: AsyncEngine, api: Api) -> dict[str, list[str]]:

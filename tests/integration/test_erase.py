@@ -235,3 +235,23 @@ async def test_a_user_id_with_a_slash_is_erased_through_the_body_route(
     assert (await scan_text_columns(owner_engine, api.tenant_id, ["quokkazz"])).hits == []
     for body in ({}, {"user_id": ""}, {"user_id": "u", "colour": 1}):
         assert (await api.post("/v1/erase", body)).status_code == 422
+
+
+async def access_rows(engine: AsyncEngine, tenant: uuid.UUID, memory_ids: list[str]) -> int:
+    async with engine.connect() as conn, conn.begin():
+        await conn.execute(text("SELECT set_config('app.tenant_id', :t, true)"), {"t": str(tenant)})
+        sql = text("SELECT count(*) FROM memory_access WHERE tenant_id = :t AND memory_id::text = ANY(:m)")
+        return int((await conn.execute(sql, {"t": tenant, "m": memory_ids})).scalar_one())
+
+
+async def test_erasing_takes_the_access_counts_with_the_memories(api: Api, owner_engine: AsyncEngine) -> None:
+    one = (await api.remember(user_id=ERIN, content="Erin's locker code is on the card"))["memory"]["id"]
+    other = (await api.remember(user_id=ERIN, content="Erin parks on level 3"))["memory"]["id"]
+    for content in ("Erin's locker code is on the card", "Erin parks on level 3"):
+        await api.remember(user_id=ERIN, content=content)  # the same again: counted as an access
+    assert await access_rows(owner_engine, api.tenant_id, [one, other]) == 2
+
+    assert (await api.delete(f"/v1/memories/{one}", erase="true")).status_code == 200
+    assert await access_rows(owner_engine, api.tenant_id, [one, other]) == 1
+    assert (await api.post(f"/v1/users/{ERIN}/erase")).status_code == 200
+    assert await access_rows(owner_engine, api.tenant_id, [one, other]) == 0

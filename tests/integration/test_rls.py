@@ -10,6 +10,7 @@ from tests.conftest import Api
 
 TENANT_TABLES = (
     "memories",
+    "memory_access",
     "memory_events",
     "dream_proposals",
     "api_keys",
@@ -48,10 +49,23 @@ async def test_service_role_is_neither_superuser_nor_owner_nor_rls_exempt(app_en
 async def test_service_role_without_tenant_context_sees_zero_rows(
     table: str, api: Api, app_engine: AsyncEngine
 ) -> None:
-    await api.remember(user_id="u", content="RLS probe memory", subject="probe", type="fact")
+    await populate(api)
     async with app_engine.connect() as conn:
         count = (await conn.execute(text(f"SELECT count(*) FROM {table}"))).scalar_one()
-    assert count == 0
+    async with app_engine.connect() as conn, conn.begin():
+        await conn.execute(text("SELECT set_config('app.tenant_id', :t, true)"), {"t": str(api.tenant_id)})
+        bound = (await conn.execute(text(f"SELECT count(*) FROM {table}"))).scalar_one()
+    assert (count, bound > 0) == (0, True)  # the rows are there, for the tenant that is set
+
+
+async def populate(api: Api) -> None:
+    """A row of the tenant in every tenant table."""
+    await api.remember(user_id="u", content="RLS probe memory", subject="probe", type="fact")
+    await api.remember(user_id="u", content="RLS probe memory", subject="probe", type="fact")  # an access
+    await api.remember(user_id="u", content="Timezone is CET", subject="timezone", pinned=True)
+    assert (await api.remember(user_id="u", content="Timezone is PST", subject="timezone"))["proposals"]
+    chat = await api.post("/v1/chat", {"user_id": "u", "message": "I prefer green tea", "session_id": "s"})
+    assert chat.status_code == 200, chat.text
 
 
 async def test_service_role_sees_only_the_tenant_set_in_its_transaction(

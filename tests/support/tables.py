@@ -14,10 +14,11 @@ async def table_rows(owner_engine: AsyncEngine, table: str, tenant_id: uuid.UUID
     The tenant is set for the transaction, so this also works where FORCE RLS applies to the owner;
     on a superuser connection RLS is bypassed and the snapshot covers the whole table.
     """
-    assert table in {"memories", "memory_events", "dream_proposals"}
+    order = {"memory_access": "tenant_id, memory_id"}.get(table, "tenant_id, id")
+    assert table in {"memories", "memory_access", "memory_events", "dream_proposals"}
     async with owner_engine.connect() as conn, conn.begin():
         await conn.execute(text("SELECT set_config('app.tenant_id', :t, true)"), {"t": str(tenant_id)})
-        rows = await conn.execute(text(f"SELECT to_jsonb(t)::text FROM {table} t ORDER BY tenant_id, id"))
+        rows = await conn.execute(text(f"SELECT to_jsonb(t)::text FROM {table} t ORDER BY {order}"))
         return [r[0] for r in rows]
 
 
