@@ -6,10 +6,10 @@ locks. Here a recall only notes its ids in memory; every `interval_s` one statem
 accumulated accesses to the memories' narrow `memory_access` rows (migration 0008). Recall stays
 read-only; a burst of recalls of the same memories becomes one row update.
 
-Best effort by design, as reinforcement always was: memories a writer holds are skipped, a flush that
-would wait on a lock longer than `LOCK_TIMEOUT` gives up (a writer is never held up by it), and a crash
-loses at most one interval of access counts (a graceful shutdown flushes). Nothing a client wrote is
-ever held here.
+Best effort by design, as reinforcement always was: rows another transaction holds are skipped
+(`MemoryRepository.record_access`), a flush that would still wait on a lock longer than `LOCK_TIMEOUT`
+gives up (a writer is never held up by it), and a crash loses at most one interval of access counts (a
+graceful shutdown flushes). Nothing a client wrote is ever held here.
 """
 
 from __future__ import annotations
