@@ -7,7 +7,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db.spare import sees_same_rows
 from app.lib.errors import ValidationFailed
 from app.lib.settings import Settings
+from app.lib.tokens import TokenCounter
 from app.memory.context import MemoryDeps
 from app.memory.lines import line_body, line_prefix
 from app.memory.models import RecalledMemory, RecallInput, RecallResult, SkippedMemory
@@ -49,17 +50,30 @@ class Recaller:
         self.deps = deps
 
     def _keywords_apart(
-        self, scope: Scope, vector: Sequence[float], tsquery: str | None, now: datetime, size: int
+        self,
+        scope: Scope,
+        vector: Sequence[float],
+        tsquery: str | None,
+        now: datetime,
+        size: int,
+        into: Candidates,
     ) -> tuple[KeywordQuery, asyncio.Task[list[CandidateRow] | None]] | None:
         """Start the text half on a spare connection when the scope is large enough for it to pay and
-        one is free; None: it runs in the candidate statement."""
+        one is free; None: it runs in the candidate statement. Its rows are added to `into` as soon as
+        they arrive, so they are scored while the cosine half is still running."""
         deps = self.deps
         if not tsquery or deps.spare is None or size < deps.settings.spare_keyword_min_rows:
             return None
         if not sees_same_rows(deps.repo.session):
             return None  # this transaction wrote rows that no other connection sees yet
         keywords = KeywordQuery(scope, vector, deps.embedder.name, tsquery, deps.settings, now)
-        task = deps.spare.start(scope.tenant, keywords.run)
+
+        async def read(session: AsyncSession) -> list[CandidateRow]:
+            matched = await keywords.run(session)
+            into.add(matched)
+            return matched
+
+        task = deps.spare.start(scope.tenant, read)
         return None if task is None else (keywords, task)
 
     async def recall(self, request: RecallInput) -> RecallResult:
@@ -77,7 +91,8 @@ class Recaller:
             deps.repo, scope, now, settings.exact_scan_max_rows, settings.hnsw_min_share
         )
         tsquery = or_tsquery(request.query)
-        apart = self._keywords_apart(scope, vector, tsquery, now, size)
+        candidates = Candidates(request, settings, deps.counter, now)
+        apart = self._keywords_apart(scope, vector, tsquery, now, size, candidates)
         try:
             rows = await deps.repo.candidates(
                 scope,
@@ -94,54 +109,16 @@ class Recaller:
             )
             if apart is not None:
                 keywords, task = apart
-                matched = await task
-                if matched is None:  # the spare read failed: read the text half here after all
-                    matched = await keywords.run(deps.repo.session)
-                rows = _with_keyword_ranks(rows, matched)
+                if await task is None:  # the spare read failed: read the text half here after all
+                    candidates.add(await keywords.run(deps.repo.session))
         finally:
             if apart is not None and not apart[1].done():
                 apart[1].cancel()
         latency["sql"] = _ms(mark)
 
         mark = time.perf_counter()
-        # A fixed order (newest first, then content) so equal scores pack the same way in every database.
-        rows.sort(key=lambda r: (r.valid_from, r.content_hash), reverse=True)
-        wanted_types = set(request.types) if request.types else None
-        items: list[PackItem[CandidateRow]] = []
-        scored: dict[uuid.UUID, tuple[float, float, dict[str, float]]] = {}
-        for m in rows:
-            if wanted_types is not None and m.type not in wanted_types:
-                continue
-            if m.privacy == "sensitive" and not request.include_sensitive:
-                continue
-            s = score(
-                m,
-                now=now,
-                weights=settings.weights,
-                half_lives=settings.half_lives,
-                type_priors=settings.type_priors,
-                recency_half_life_days=settings.recency_half_life_days,
-                keyword_saturation=settings.keyword_saturation,
-                project_id=request.project_id,
-            )
-            total = s.score + (PREFER_TYPE_BONUS if request.prefer_type == m.type else 0.0)
-            scored[m.id] = (total, s.relevance, s.components)
-            prefix = line_prefix(m)
-            items.append(
-                PackItem(
-                    ref=m,
-                    line=prefix + line_body(m.content),
-                    score=total,
-                    relevance=s.relevance,
-                    always=m.pinned or m.type == MemoryType.CRITICAL_RULE,
-                    slot=(m.subject, m.type) if m.subject is not None else None,
-                    content_hash=m.content_hash,
-                    valid_from=m.valid_from,
-                    tokens=None
-                    if m.content_tokens is None
-                    else deps.counter.count(prefix) + m.content_tokens,
-                )
-            )
+        candidates.add(rows)  # after the text half's rows: a row both halves found keeps its keyword rank
+        items = candidates.items()
         latency["score"] = _ms(mark)
 
         mark = time.perf_counter()
@@ -170,7 +147,7 @@ class Recaller:
                 memory=inc.item.ref.memory(),
                 score=inc.item.score,
                 relevance=inc.item.relevance,
-                components=scored[inc.item.ref.id][2],
+                components=candidates.components[inc.item.ref.id],
                 tokens=inc.tokens,
             )
             for inc in packed.included
@@ -182,7 +159,7 @@ class Recaller:
             tokens_used=packed.tokens_used,
             memories=memories,
             skipped=skipped,
-            candidates=len(rows),
+            candidates=candidates.count,
             plan="hnsw" if use_index else "exact",
             min_relevance=floor,
             latency_ms=latency,
@@ -212,12 +189,67 @@ class KeywordQuery:
         )
 
 
-def _with_keyword_ranks(rows: list[CandidateRow], matched: list[CandidateRow]) -> list[CandidateRow]:
-    """The cosine half's rows (ranked 0 for keywords) and the text half's, each once, with its rank."""
-    ranks = {row.id: row.keyword_rank for row in matched}
-    merged = [replace(row, keyword_rank=ranks.pop(row.id)) if row.id in ranks else row for row in rows]
-    merged.extend(row for row in matched if row.id in ranks)
-    return merged
+class Candidates:
+    """Recall's candidates, each scored and rendered into a pack item once, as its half arrives.
+
+    The first row seen of a memory is kept: the text half's rows are added first (they carry the
+    keyword rank; the cosine half's rows carry 0 when the text half was read apart).
+    """
+
+    def __init__(self, request: RecallInput, settings: Settings, counter: TokenCounter, now: datetime):
+        self.request, self.settings, self.counter, self.now = request, settings, counter, now
+        self.wanted_types = set(request.types) if request.types else None
+        self.components: dict[uuid.UUID, dict[str, float]] = {}
+        self._items: list[PackItem[CandidateRow]] = []
+        self._seen: set[uuid.UUID] = set()
+
+    @property
+    def count(self) -> int:
+        """Distinct candidates loaded, before the type and privacy filters."""
+        return len(self._seen)
+
+    def add(self, rows: Sequence[CandidateRow]) -> None:
+        request, settings = self.request, self.settings
+        for m in rows:
+            if m.id in self._seen:
+                continue
+            self._seen.add(m.id)
+            if self.wanted_types is not None and m.type not in self.wanted_types:
+                continue
+            if m.privacy == "sensitive" and not request.include_sensitive:
+                continue
+            s = score(
+                m,
+                now=self.now,
+                weights=settings.weights,
+                half_lives=settings.half_lives,
+                type_priors=settings.type_priors,
+                recency_half_life_days=settings.recency_half_life_days,
+                keyword_saturation=settings.keyword_saturation,
+                project_id=request.project_id,
+            )
+            self.components[m.id] = s.components
+            prefix = line_prefix(m)
+            self._items.append(
+                PackItem(
+                    ref=m,
+                    line=prefix + line_body(m.content),
+                    score=s.score + (PREFER_TYPE_BONUS if request.prefer_type == m.type else 0.0),
+                    relevance=s.relevance,
+                    always=m.pinned or m.type == MemoryType.CRITICAL_RULE,
+                    slot=(m.subject, m.type) if m.subject is not None else None,
+                    content_hash=m.content_hash,
+                    valid_from=m.valid_from,
+                    tokens=None
+                    if m.content_tokens is None
+                    else self.counter.count(prefix) + m.content_tokens,
+                )
+            )
+
+    def items(self) -> list[PackItem[CandidateRow]]:
+        """In a fixed order (newest first, then content, then id), whichever half arrived first, so equal
+        scores pack the same way every time."""
+        return sorted(self._items, key=lambda i: (i.valid_from, i.content_hash, i.ref.id.bytes), reverse=True)
 
 
 def _ms(since: float) -> float:
