@@ -13,4 +13,4 @@ from app.main import create_app
 
 
 def app_factory() -> Litestar:
-    return create_app(Settings(), freeze_heap=True)
+    return create_app(Settings(), serving=True)

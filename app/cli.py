@@ -29,7 +29,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         else:
             print(f"Embedded database in {settings.data_dir}; the dev tenant's key is in {key_file}")
     hooks = [prepared.embedded.stop] if prepared.embedded is not None else []
-    app = create_app(settings, on_shutdown=hooks, freeze_heap=True)
+    app = create_app(settings, on_shutdown=hooks, serving=True)
     print(f"Engram listening on http://{args.host}:{args.port} (OpenAPI at /schema)", flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
     return 0

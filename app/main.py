@@ -35,7 +35,7 @@ from app.db.urls import app_role_url
 from app.embeddings.base import Embedder
 from app.embeddings.factory import build_embedder
 from app.lib.clock import Clock, SystemClock
-from app.lib.heap import freeze_startup_heap
+from app.lib.heap import tune_for_serving
 from app.lib.logging import configure_logging
 from app.lib.settings import Settings
 from app.lib.tokens import TokenCounter
@@ -63,14 +63,15 @@ def create_app(
     embedder: Embedder | None = None,
     chat: ChatProvider | None = None,
     on_shutdown: Sequence[Callable[[], None]] = (),
-    freeze_heap: bool = False,
+    serving: bool = False,
 ) -> Litestar:
     """Build the Litestar app. Clients are created here or in the lifespan, once per process.
 
     `on_shutdown` runs after the engine is disposed (the CLI stops the embedded database there:
     uvicorn re-raises SIGTERM after a graceful shutdown, so atexit handlers would never run).
-    `freeze_heap`: the process serves this app until it exits, so what startup built is exempted from
-    garbage collection (`freeze_startup_heap`); tests build many apps in one process and leave it off.
+    `serving`: the process serves this app until it exits, so once startup is done the garbage collector
+    is set up for that (`tune_for_serving`: what startup built is exempted from collection, the young
+    generation is collected less often); tests build many apps in one process and leave it off.
     """
     configure_logging(settings.log_level, settings.log_json)
     engine = create_engine(
@@ -101,8 +102,8 @@ def create_app(
             maintenance.start()
         if services.reinforcements is not None:
             services.reinforcements.start()
-        if freeze_heap:
-            freeze_startup_heap()
+        if serving:
+            tune_for_serving()
         try:
             yield
         finally:

@@ -16,7 +16,7 @@ from app.db.session import create_engine, set_tenant
 from app.db.spare import SpareReads
 from app.embeddings.hashing import HashEmbedder
 from app.lib.clock import SystemClock
-from app.lib.heap import freeze_startup_heap
+from app.lib.heap import tune_for_serving
 from app.lib.settings import Settings
 from app.lib.tokens import TokenCounter
 from app.memory.context import MemoryDeps
@@ -163,7 +163,7 @@ async def served(
     app_url: str, settings: Settings, embedder: HashEmbedder, pool_size: int
 ) -> AsyncIterator[InProcess]:
     """The service in-process as the served app builds it: its own pool, spare reads when the settings
-    have them, reinforcement in the background, the startup heap frozen (`freeze_startup_heap`)."""
+    have them, reinforcement in the background, the collector set up for serving (`tune_for_serving`)."""
     engine = create_engine(app_url, pool_size=pool_size, max_overflow=0)
     spare = (
         SpareReads.connect(app_url, settings.spare_connections, engine)
@@ -172,7 +172,7 @@ async def served(
     )
     service = InProcess(engine, settings, embedder, spare)
     service.reinforcements.start()
-    freeze_startup_heap()
+    tune_for_serving()
     try:
         yield service
     finally:

@@ -11,6 +11,7 @@ import pytest
 from litestar.testing import AsyncTestClient
 
 from app.cli import main
+from app.lib.heap import YOUNG_THRESHOLD
 from app.lib.settings import Settings
 from app.main import create_app
 from tests.support.database import TestDatabase
@@ -70,14 +71,18 @@ async def test_health_ready_and_openapi(client: AsyncTestClient[Any]) -> None:
     assert {"/v1/memories", "/v1/recall", "/v1/forget", "/v1/stats"} <= set(schema["paths"])
 
 
-async def test_the_served_app_exempts_its_startup_heap_from_collection(settings: Settings) -> None:
+async def test_the_served_app_sets_the_collector_up_for_serving(settings: Settings) -> None:
     gc.unfreeze()
+    default = gc.get_threshold()
     try:
         async with AsyncTestClient(app=create_app(settings)) as client:
             assert (await client.get("/health")).status_code == 200
             assert gc.get_freeze_count() == 0  # the default, for tests that build many apps
-        async with AsyncTestClient(app=create_app(settings, freeze_heap=True)) as client:
+            assert gc.get_threshold() == default
+        async with AsyncTestClient(app=create_app(settings, serving=True)) as client:
             assert (await client.get("/health")).status_code == 200
             assert gc.get_freeze_count() > 0
+            assert gc.get_threshold() == (YOUNG_THRESHOLD, *default[1:])
     finally:
         gc.unfreeze()
+        gc.set_threshold(*default)
