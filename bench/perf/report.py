@@ -1,7 +1,14 @@
-"""Markdown table and PNG plot for the speed benchmark."""
+"""Markdown tables and PNG plots for the speed benchmark.
+
+    python -m bench.perf.report [bench/results/perf/results.json]
+
+re-renders `summary.md`, `recall_latency.png` and `load.png` beside a saved results file.
+"""
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +61,7 @@ def render(payload: dict[str, Any], bench_dir: Path) -> str:
     markdown = "\n".join(lines) + "\n"
     (bench_dir / "summary.md").write_text(markdown)
     _plot(payload, bench_dir / "recall_latency.png")
+    _plot_load(payload, bench_dir / "load.png")
     return markdown
 
 
@@ -99,3 +107,53 @@ def _plot(payload: dict[str, Any], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def load_series(dataset: dict[str, Any], kind: str) -> tuple[list[int], list[float], list[float]]:
+    """(clients, req/s, p99 ms) of one dataset's concurrent load of `kind`, by number of clients."""
+    runs = sorted(
+        (v for key, v in dataset.items() if key.startswith(f"load_{kind}_")), key=lambda v: v["clients"]
+    )
+    return [v["clients"] for v in runs], [v["rps"] for v in runs], [v["p99"] for v in runs]
+
+
+def _plot_load(payload: dict[str, Any], path: Path) -> None:
+    """Throughput and tail latency against the number of concurrent clients, recall and remember."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (rps_ax, p99_ax) = plt.subplots(1, 2, figsize=(11, 4.5))
+    ticks: set[int] = set()
+    for d, color in zip(payload["datasets"], plt.rcParams["axes.prop_cycle"].by_key()["color"], strict=False):
+        for kind, style in (("recall", "-o"), ("remember", "--s")):
+            clients, rps, p99 = load_series(d, kind)
+            if not clients:
+                continue
+            ticks |= set(clients)
+            label = f"{d['spec']['name']}, {kind}"
+            rps_ax.plot(clients, rps, style, color=color, label=label)
+            p99_ax.plot(clients, p99, style, color=color, label=label)
+    for ax in (rps_ax, p99_ax):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted(ticks), [str(n) for n in sorted(ticks)])
+        ax.set_xlabel("concurrent HTTP clients (one hot tenant)")
+    rps_ax.set_ylabel("requests/s")
+    rps_ax.set_title("Throughput")
+    p99_ax.set_yscale("log")
+    p99_ax.set_ylabel("p99 latency (ms, log scale)")
+    p99_ax.set_title("Tail latency")
+    rps_ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str]) -> None:
+    results = Path(argv[0]) if argv else Path(__file__).resolve().parents[1] / "results/perf/results.json"
+    print(render(json.loads(results.read_text()), bench_dir=results.parent))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
