@@ -124,7 +124,7 @@ def _plot_load(payload: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (rps_ax, p99_ax) = plt.subplots(1, 2, figsize=(11, 4.5))
+    fig, (rps_ax, p99_ax) = plt.subplots(1, 2, figsize=(11, 5.5))
     ticks: set[int] = set()
     for d, color in zip(payload["datasets"], plt.rcParams["axes.prop_cycle"].by_key()["color"], strict=False):
         for kind, style in (("recall", "-o"), ("remember", "--s")):
@@ -144,8 +144,9 @@ def _plot_load(payload: dict[str, Any], path: Path) -> None:
     p99_ax.set_yscale("log")
     p99_ax.set_ylabel("p99 latency (ms, log scale)")
     p99_ax.set_title("Tail latency")
-    rps_ax.legend(fontsize="small")
-    fig.tight_layout()
+    handles, labels = rps_ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize="small")
+    fig.tight_layout(rect=(0, 0.12, 1, 1))  # room below for the legend
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
