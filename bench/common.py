@@ -19,6 +19,17 @@ from app.db.urls import app_role_url
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
+def pyplot() -> Any:
+    """matplotlib's pyplot on the file-only backend (benchmarks run headless); imported on first use,
+    so the rest of a bench needs no matplotlib."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 @contextmanager
 def bench_database() -> Iterator[tuple[str, str]]:
     """(owner_url, app_url): BENCH_DATABASE_URL if set, else a throwaway embedded server."""

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bench.common import pyplot
+
 
 def _ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}x" if b else "n/a"
@@ -87,10 +89,7 @@ def _embedder_lines(embedders: dict[str, Any]) -> list[str]:
 
 
 def _plot(payload: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     names = [d["spec"]["name"] for d in payload["datasets"]]
     series = {"raw SQL floor": "floor_ms", "in-process": "in_process_ms", "HTTP": "http_ms"}
@@ -119,10 +118,7 @@ def load_series(dataset: dict[str, Any], kind: str) -> tuple[list[int], list[flo
 
 def _plot_load(payload: dict[str, Any], path: Path) -> None:
     """Throughput and tail latency against the number of concurrent clients, recall and remember."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, (rps_ax, p99_ax) = plt.subplots(1, 2, figsize=(11, 5.5))
     ticks: set[int] = set()

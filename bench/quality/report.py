@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.common import pyplot
 from bench.quality.metrics import KS, mean, percentile
 
 SYSTEM_ORDER = ("no_memory", "full_history", "dense", "bm25", "engram")
@@ -249,10 +250,7 @@ def category_tables(per: dict[str, list[Row]], budgets: Sequence[int]) -> str:
 
 
 def plot(rows: Sequence[Row], dataset: str, budgets: Sequence[int], directory: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     written = []
     for embedder, mode in configs(rows, dataset):
