@@ -1,0 +1,90 @@
+"""How many SQL statements a remember costs, over HTTP, from authentication to commit.
+
+The counts are a budget, not a measurement of speed: the write path's lookups are batched (one statement
+per lookup for a whole batch, not one per item), so a batch of 100 costs a handful more statements than
+one remember. The figures were counted on the code before the store was split by question (issue 19:
+7 / 9 / 106 / 197 statements); a change that makes a lookup per item again fails here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from litestar.testing import AsyncTestClient
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from tests.conftest import Api
+
+# Statements of one request, counted before the store was split (issue 19); they must not grow.
+ONE_NEW = 7  # authenticate + bind tenant, the write path's lookups, the insert, commit
+ONE_SUPERSEDING = 9
+BATCH_OF_100 = 106
+BATCH_OF_100_INTO_SLOTS = 197
+
+
+@contextmanager
+def counting(client: AsyncTestClient[Any]) -> Iterator[list[str]]:
+    """Every statement the app's engine sends while the block runs (the test client is sequential)."""
+    engine: AsyncEngine = client.app.state.engine
+    statements: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        statements.append(statement)
+
+    event.listen(engine.sync_engine, "before_cursor_execute", record)
+    try:
+        yield statements
+    finally:
+        event.remove(engine.sync_engine, "before_cursor_execute", record)
+
+
+async def seed(api: Api, user: str) -> None:
+    """A scope that already holds memories, so every lookup has rows to look at."""
+    items = [{"user_id": user, "content": f"Seeded fact number {i} about topic {i}"} for i in range(20)]
+    items.append({"user_id": user, "content": "I prefer dark mode", "type": "preference", "subject": "theme"})
+    response = await api.post("/v1/memories/batch", {"items": items})
+    assert response.status_code == 201, response.text
+
+
+async def test_one_remember_costs_no_more_statements_than_before(api: Api) -> None:
+    await seed(api, "counted")
+    with counting(api.client) as statements:
+        created = await api.remember(user_id="counted", content="The build server is called hopper")
+    assert created["action"] == "created"
+    assert len(statements) <= ONE_NEW, statements
+
+    with counting(api.client) as statements:
+        result = await api.remember(
+            user_id="counted", content="I prefer light mode", type="preference", subject="theme"
+        )
+    assert result["action"] == "superseded"
+    assert len(statements) <= ONE_SUPERSEDING, statements
+
+
+async def test_a_batch_of_100_costs_one_statement_per_lookup_not_per_item(api: Api) -> None:
+    await seed(api, "batched")
+    items = [{"user_id": "batched", "content": f"Batch fact {i}: the value is {i * 7}"} for i in range(100)]
+    with counting(api.client) as statements:
+        response = await api.post("/v1/memories/batch", {"items": items})
+    assert response.status_code == 201, response.text
+    assert [r["action"] for r in response.json()["results"]] == ["created"] * 100
+    assert len(statements) <= BATCH_OF_100, statements
+
+    slotted = [
+        {
+            "user_id": "batched",
+            "content": f"Setting {i} is now value {i}",
+            "type": "preference",
+            "subject": f"setting {i % 10}",
+        }
+        for i in range(100)
+    ]
+    with counting(api.client) as statements:
+        response = await api.post("/v1/memories/batch", {"items": slotted})
+    assert response.status_code == 201, response.text
+    actions = [r["action"] for r in response.json()["results"]]
+    assert actions.count("superseded") == 90  # each of the 10 slots: created once, then superseded 9 times
+    assert len(statements) <= BATCH_OF_100_INTO_SLOTS, statements
