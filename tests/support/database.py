@@ -24,11 +24,20 @@ class TestDatabase:
     kind: str
 
 
+IMAGE = "pgvector/pgvector:pg17"
+
+
 def _docker_available() -> bool:
+    """A Docker engine answers and has (or can pull) the image: an engine without a registry is no use."""
     try:
         import docker
 
-        docker.from_env(timeout=3).ping()
+        engine = docker.from_env(timeout=3)
+        engine.ping()
+        try:
+            engine.images.get(IMAGE)
+        except docker.errors.ImageNotFound:
+            engine.images.pull(IMAGE)
     except Exception:
         return False
     return True
@@ -49,7 +58,7 @@ def test_database() -> Iterator[TestDatabase]:
     if os.environ.get("ENGRAM_TEST_DOCKER", "1") == "1" and _docker_available():
         from testcontainers.postgres import PostgresContainer
 
-        with PostgresContainer("pgvector/pgvector:pg17", driver="asyncpg") as pg:
+        with PostgresContainer(IMAGE, driver="asyncpg") as pg:
             owner = pg.get_connection_url()
             upgrade(owner)
             # The service role authenticates with a password over TCP in a container.
