@@ -17,7 +17,7 @@ from app.lib.errors import EngramError
 from app.memory.corrections import supersede_mentioned
 from app.memory.models import RecallInput, RememberInput
 from app.memory.service import MemoryService
-from app.memory.types import Source
+from app.vocabulary import MemoryType, Source
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +77,7 @@ class ToolExecutor:
             RememberInput(
                 user_id=self.ctx.user_id,
                 content=a.content,
-                type=a.type,
+                type=MemoryType.or_fact(a.type),
                 subject=a.subject,
                 project_id=a.project_id or self.ctx.project_id,
                 session_id=self.ctx.session_id,
@@ -120,7 +120,7 @@ class ToolExecutor:
                 query=args.query,
                 project_id=args.project_id or self.ctx.project_id,
                 token_budget=self.ctx.token_budget,
-                types=args.types,
+                types=[MemoryType(t) for t in args.types] if args.types else None,
                 include_sensitive=self.ctx.include_sensitive,
             )
         )

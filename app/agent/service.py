@@ -17,9 +17,9 @@ from app.lib.errors import ServiceUnavailable, ValidationFailed
 from app.lib.redaction import redact
 from app.memory.models import RecallInput, RecallResult, RememberInput
 from app.memory.service import MemoryService
-from app.memory.types import Source
 from app.usage.meter import UsageMeter, metering
 from app.usage.repository import UsageRepository
+from app.vocabulary import Source
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import msgspec
 
 from app.agent.providers.base import Tool
-from app.memory.types import MemoryType
+from app.vocabulary import MemoryType
 
 TYPES = [t.value for t in MemoryType]
 

@@ -17,9 +17,10 @@ from app.api.schemas import (
 )
 from app.db.models import MemoryEvent
 from app.memory.models import History, RecallInput, RecallResult, RememberInput, RememberResult
+from app.vocabulary import Source
 
 
-def remember_input(body: MemoryIn, source: str = "api") -> RememberInput:
+def remember_input(body: MemoryIn, source: Source = Source.API) -> RememberInput:
     return RememberInput(
         user_id=body.user_id,
         content=body.content,

@@ -7,7 +7,7 @@ import uuid
 from litestar import Controller, get, post
 from litestar.datastructures import State
 from litestar.di import NamedDependency, Provide
-from litestar.params import FromPath, JSONBody
+from litestar.params import FromPath, FromQuery, JSONBody
 
 from app.api.deps import services_of
 from app.api.dream_schemas import ApplyIn, ApplyOut, DreamIn, DreamOut, ProposalOut, ProposalPage
@@ -15,6 +15,7 @@ from app.api.guards import require_bearer
 from app.api.memories import Limit, MaybeIdent, QueryIdent
 from app.dream.service import DreamService
 from app.memory.service import MemoryService
+from app.vocabulary import ProposalStatus
 
 ProposalId = FromPath[uuid.UUID]
 
@@ -48,7 +49,7 @@ class DreamController(Controller):
         self,
         dream_service: Dreams,
         user_id: QueryIdent,
-        status: MaybeIdent = None,
+        status: FromQuery[ProposalStatus | None] = None,
         project_id: MaybeIdent = None,
         limit: Limit = 50,
         cursor: MaybeIdent = None,

@@ -11,6 +11,7 @@ import msgspec
 from app.api.schemas import EventOut, Ident, Strict
 from app.db.models import DreamProposal
 from app.dream.models import ApplyReport
+from app.vocabulary import ProposalKind, ProposalStatus
 
 
 class DreamIn(Strict):
@@ -27,11 +28,11 @@ class ProposalOut(msgspec.Struct, kw_only=True):
     id: uuid.UUID
     user_id: str
     project_id: str | None
-    kind: str
+    kind: ProposalKind
     target_ids: list[uuid.UUID]
     payload: dict[str, Any]
     rationale: str | None
-    status: str
+    status: ProposalStatus
     model: str | None
     created_at: datetime
     decided_at: datetime | None
@@ -56,8 +57,8 @@ class ProposalPage(msgspec.Struct, kw_only=True):
 
 class ApplyResultOut(msgspec.Struct, kw_only=True):
     id: uuid.UUID
-    kind: str
-    status: str
+    kind: ProposalKind
+    status: str  # applied, skipped or stale
     reason: str | None
     memory_id: uuid.UUID | None
 

@@ -31,6 +31,7 @@ from app.api.schemas import (
 from app.lib.errors import ValidationFailed
 from app.memory.models import ForgetFilter
 from app.memory.service import MemoryService
+from app.vocabulary import MemoryStatus, MemoryType
 
 MAX_BATCH = 1000
 Service = NamedDependency[MemoryService]
@@ -64,8 +65,8 @@ class MemoryController(Controller):
         memory_service: Service,
         user_id: QueryIdent,
         project_id: MaybeIdent = None,
-        status: MaybeIdent = None,
-        type: MaybeIdent = None,
+        status: FromQuery[MemoryStatus | None] = None,
+        type: FromQuery[MemoryType | None] = None,
         subject: MaybeIdent = None,
         q: MaybeText = None,
         limit: Limit = 50,

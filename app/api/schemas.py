@@ -10,6 +10,7 @@ import msgspec
 
 from app.db.models import Memory
 from app.memory.models import MemoryRecord
+from app.vocabulary import MemoryStatus, MemoryType, Privacy, Source
 
 NO_NUL = r"^[^\x00]*$"
 # Identifiers fit their columns; text must not hold NUL bytes (PostgreSQL text cannot store them).
@@ -30,13 +31,13 @@ class Strict(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 class MemoryIn(Strict):
     user_id: Ident
     content: Text
-    type: str = "fact"
+    type: MemoryType = MemoryType.FACT
     subject: Ident | None = None
     project_id: Ident | None = None
     session_id: Ident | None = None
     importance: float = 0.5
     confidence: float = 0.8
-    privacy: str = "public"
+    privacy: Privacy = Privacy.PUBLIC
     tags: list[Tag] = msgspec.field(default_factory=list)
     expires_at: When | None = None
     ttl_seconds: Ttl | None = None
@@ -51,11 +52,11 @@ class BatchIn(Strict):
 
 class MemoryPatch(Strict):
     content: Text | msgspec.UnsetType = msgspec.UNSET
-    type: str | msgspec.UnsetType = msgspec.UNSET
+    type: MemoryType | msgspec.UnsetType = msgspec.UNSET
     subject: Ident | msgspec.UnsetType | None = msgspec.UNSET
     importance: float | msgspec.UnsetType = msgspec.UNSET
     confidence: float | msgspec.UnsetType = msgspec.UNSET
-    privacy: str | msgspec.UnsetType = msgspec.UNSET
+    privacy: Privacy | msgspec.UnsetType = msgspec.UNSET
     tags: list[Tag] | msgspec.UnsetType = msgspec.UNSET
     expires_at: When | msgspec.UnsetType | None = msgspec.UNSET
 
@@ -68,8 +69,8 @@ class RecallIn(Strict):
     query: Text
     project_id: Ident | None = None
     token_budget: int | None = None
-    types: list[str] | None = None
-    prefer_type: str | None = None
+    types: list[MemoryType] | None = None
+    prefer_type: MemoryType | None = None
     min_relevance: Unit | None = None
     include_sensitive: bool = False
     explain: bool = True
@@ -79,7 +80,7 @@ class ForgetFilterIn(Strict):
     older_than_days: Days | None = None
     salience_below: Unit | None = None
     decayed_below: Unit | None = None
-    type: str | None = None
+    type: MemoryType | None = None
 
 
 class ForgetIn(Strict):
@@ -96,15 +97,15 @@ class MemoryOut(msgspec.Struct, kw_only=True):
     user_id: str
     project_id: str | None
     session_id: str | None
-    type: str
+    type: MemoryType
     subject: str | None
     content: str
     summary: str | None
-    status: str
+    status: MemoryStatus
     importance: float
     salience: float
     confidence: float
-    privacy: str
+    privacy: Privacy
     tags: list[str]
     created_at: datetime
     updated_at: datetime
@@ -115,7 +116,7 @@ class MemoryOut(msgspec.Struct, kw_only=True):
     access_count: int
     supersedes: uuid.UUID | None
     superseded_by: uuid.UUID | None
-    source: str
+    source: Source
     source_model: str | None
     source_message_id: uuid.UUID | None
     embed_model: str | None
@@ -190,7 +191,7 @@ class EventOut(msgspec.Struct, kw_only=True):
     memory_id: uuid.UUID | None
     user_id: str
     project_id: str | None
-    kind: str
+    kind: str  # an EventKind; imported audit trails may hold kinds a later version added
     actor: str
     reason: str | None
     details: dict[str, Any]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from pgvector.sqlalchemy import Vector
@@ -15,6 +16,7 @@ from sqlalchemy import (
     BigInteger,
     Computed,
     DateTime,
+    Enum,
     Float,
     ForeignKeyConstraint,
     Identity,
@@ -33,6 +35,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, column_property, mapped_colu
 from sqlalchemy.orm.attributes import set_committed_value
 
 from app.memory.lines import content_tokens
+from app.vocabulary import MemoryStatus, MemoryType, Privacy, ProposalKind, ProposalStatus, Source
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -47,6 +50,19 @@ TSVECTOR_EXPRESSION = "to_tsvector('english', coalesce(subject, '') || ' ' || co
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def _enum(values: type[StrEnum], length: int) -> Enum:
+    """A column holding one of an enum's values as plain text (the migrations declare VARCHAR, no CHECK):
+    rows load as enum members, and an unknown value is refused before it is written."""
+    return Enum(
+        values,
+        native_enum=False,
+        create_constraint=False,
+        length=length,
+        values_callable=lambda members: [m.value for m in members],
+        validate_strings=True,
+    )
 
 
 def _now_column() -> Mapped[datetime]:
@@ -112,15 +128,15 @@ class Memory(Base):
     user_id: Mapped[str] = mapped_column(String(200), nullable=False)
     project_id: Mapped[str | None] = mapped_column(String(200))
     session_id: Mapped[str | None] = mapped_column(String(200))
-    type: Mapped[str] = mapped_column(String(32), nullable=False)
+    type: Mapped[MemoryType] = mapped_column(_enum(MemoryType, 32), nullable=False)
     subject: Mapped[str | None] = mapped_column(String(200))
     content: Mapped[str] = mapped_column(Text, nullable=False)
     summary: Mapped[str | None] = mapped_column(Text)
-    status: Mapped[str] = mapped_column(String(16), nullable=False)
+    status: Mapped[MemoryStatus] = mapped_column(_enum(MemoryStatus, 16), nullable=False)
     importance: Mapped[float] = mapped_column(Float, nullable=False)
     salience: Mapped[float] = mapped_column(Float, nullable=False)
     confidence: Mapped[float] = mapped_column(Float, nullable=False)
-    privacy: Mapped[str] = mapped_column(String(16), nullable=False)
+    privacy: Mapped[Privacy] = mapped_column(_enum(Privacy, 16), nullable=False)
     tags: Mapped[list[str]] = mapped_column(ARRAY(Text), nullable=False, server_default="{}")
     created_at: Mapped[datetime] = _now_column()
     updated_at: Mapped[datetime] = _now_column()
@@ -129,7 +145,7 @@ class Memory(Base):
     expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     supersedes: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     superseded_by: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
-    source: Mapped[str] = mapped_column(String(16), nullable=False)
+    source: Mapped[Source] = mapped_column(_enum(Source, 16), nullable=False)
     source_model: Mapped[str | None] = mapped_column(String(200))
     source_message_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     embed_model: Mapped[str | None] = mapped_column(String(200))
@@ -192,11 +208,11 @@ class DreamProposal(Base):
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
     user_id: Mapped[str] = mapped_column(String(200), nullable=False)
     project_id: Mapped[str | None] = mapped_column(String(200))
-    kind: Mapped[str] = mapped_column(String(16), nullable=False)
+    kind: Mapped[ProposalKind] = mapped_column(_enum(ProposalKind, 16), nullable=False)
     target_ids: Mapped[list[uuid.UUID]] = mapped_column(ARRAY(UUID(as_uuid=True)), nullable=False)
     payload: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False, server_default="{}")
     rationale: Mapped[str | None] = mapped_column(Text)
-    status: Mapped[str] = mapped_column(String(16), nullable=False)
+    status: Mapped[ProposalStatus] = mapped_column(_enum(ProposalStatus, 16), nullable=False)
     model: Mapped[str | None] = mapped_column(String(200))
     created_at: Mapped[datetime] = _now_column()
     decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

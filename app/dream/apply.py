@@ -22,24 +22,25 @@ from app.memory.context import MemoryDeps
 from app.memory.models import RememberInput
 from app.memory.retire import retire
 from app.memory.slots import slot_lock_key
-from app.memory.types import (
+from app.memory.writer import MemoryWriter
+from app.vocabulary import (
     EventKind,
     MemoryStatus,
+    MemoryType,
     Privacy,
     ProposalKind,
     ProposalStatus,
     Source,
     SupersedeRule,
 )
-from app.memory.writer import MemoryWriter
 
 MAX_IDS = 500
 _PRIVACY_ORDER = [Privacy.PUBLIC, Privacy.PRIVATE, Privacy.SENSITIVE]
 Handler = Callable[[DreamProposal, list[Memory], ApplyReport, datetime], Awaitable[uuid.UUID | None]]
 
 
-def _strictest(values: Sequence[str]) -> str:
-    return max(values, key=lambda v: _PRIVACY_ORDER.index(Privacy(v)) if v in set(Privacy) else 0)
+def _strictest(values: Sequence[Privacy]) -> Privacy:
+    return max(values, key=_PRIVACY_ORDER.index)
 
 
 def merged_input(proposal: DreamProposal, targets: list[Memory]) -> RememberInput:
@@ -49,7 +50,7 @@ def merged_input(proposal: DreamProposal, targets: list[Memory]) -> RememberInpu
     return RememberInput(
         user_id=proposal.user_id,
         content=str(payload["content"]),
-        type=str(payload["type"]),
+        type=MemoryType(payload["type"]),
         subject=payload.get("subject"),
         project_id=targets[0].project_id,
         importance=float(payload["importance"]),

@@ -9,7 +9,7 @@ from datetime import datetime
 from app.agent.providers.base import Message
 from app.dream.models import Known
 from app.memory.scoring import SECONDS_PER_DAY
-from app.memory.types import Privacy
+from app.vocabulary import Privacy
 
 MAX_CONTENT = 400
 

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from app.db.models import DreamProposal, Memory
-from app.memory.types import MemoryStatus, MemoryType
+from app.vocabulary import MemoryStatus, ProposalKind, is_protected
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +29,7 @@ class Known:
 
     @property
     def protected(self) -> bool:
-        return self.pinned or self.type == MemoryType.CRITICAL_RULE
+        return is_protected(MemoryStatus.PINNED if self.pinned else MemoryStatus.ACTIVE, self.type)
 
 
 def known_of(memory: Memory) -> Known:
@@ -52,13 +52,13 @@ def known_of(memory: Memory) -> Known:
 class Candidate:
     """A proposal before it is stored: validated, its targets all live memories of the user."""
 
-    kind: str
+    kind: ProposalKind
     target_ids: tuple[uuid.UUID, ...]
     payload: dict[str, Any]
     rationale: str
 
     @property
-    def key(self) -> tuple[str, frozenset[uuid.UUID]]:
+    def key(self) -> tuple[ProposalKind, frozenset[uuid.UUID]]:
         return self.kind, frozenset(self.target_ids)
 
 
@@ -73,7 +73,7 @@ class DreamResult:
 @dataclass(frozen=True, slots=True)
 class ApplyOutcome:
     id: uuid.UUID
-    kind: str
+    kind: ProposalKind
     status: str  # applied | stale | skipped
     reason: str | None = None
     memory_id: uuid.UUID | None = None  # the merged memory

@@ -11,7 +11,7 @@ from datetime import datetime
 
 from app.dream.models import Candidate, Known
 from app.memory.scoring import SECONDS_PER_DAY, decay
-from app.memory.types import ProposalKind
+from app.vocabulary import ProposalKind
 
 MAX_CLUSTER = 20
 

@@ -12,8 +12,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from app.db.models import DreamProposal, Memory
-from app.memory.types import LIVE_STATUSES, MemoryStatus, ProposalStatus
 from app.tenancy.types import TenantId
+from app.vocabulary import LIVE_STATUSES, MemoryStatus, ProposalStatus
 
 OPEN_STATUSES = (ProposalStatus.PROPOSED, ProposalStatus.APPROVED)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from app.db.models import DreamProposal, Memory
 from app.memory.fingerprint import fingerprint
-from app.memory.types import LIVE_STATUSES, MemoryType, ProposalKind
+from app.vocabulary import LIVE_STATUSES, MemoryType, ProposalKind
 
 
 def _payload_problem(kind: str, payload: Mapping[str, Any], target_ids: list[uuid.UUID]) -> str | None:

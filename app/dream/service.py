@@ -26,9 +26,9 @@ from app.lib.logging import get_logger
 from app.memory.context import MemoryDeps
 from app.memory.fingerprint import fingerprints
 from app.memory.repository import Scope
-from app.memory.types import ProposalKind, ProposalStatus
 from app.usage.meter import UsageMeter, current_meter
 from app.usage.repository import UsageRepository
+from app.vocabulary import ProposalKind, ProposalStatus
 
 log = get_logger("engram.dream")
 MAX_PAGE = 500
@@ -185,15 +185,13 @@ class DreamService:
         self,
         user_id: str,
         *,
-        status: str | None = None,
+        status: ProposalStatus | None = None,
         project_id: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
     ) -> tuple[list[DreamProposal], str | None]:
         if not 1 <= limit <= MAX_PAGE:
             raise ValidationFailed(f"limit must be between 1 and {MAX_PAGE}")
-        if status is not None and status not in set(ProposalStatus):
-            raise ValidationFailed(f"unknown proposal status {status!r}")
         after = decode_proposal_cursor(cursor) if cursor else None
         rows = await self.repo.page(user_id, status=status, project_id=project_id, after=after, limit=limit)
         next_cursor = encode_proposal_cursor(rows[limit - 1]) if len(rows) > limit else None

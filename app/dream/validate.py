@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from app.dream.models import Candidate, Known
 from app.dream.output import ModelProposal
 from app.lib.redaction import redact
-from app.memory.types import MemoryType, ProposalKind, SupersedeRule
+from app.vocabulary import MemoryType, ProposalKind, SupersedeRule
 
 MAX_RATIONALE = 500
 Built = Candidate | str  # a candidate, or why the proposal was dropped

@@ -11,7 +11,7 @@ from app.db.models import Memory
 from app.memory.context import MemoryDeps
 from app.memory.repository import Scope
 from app.memory.retire import retire
-from app.memory.types import MemoryStatus, MemoryType, ProposalKind, SupersedeRule
+from app.vocabulary import ProposalKind, SupersedeRule, is_protected
 
 MIN_VALUE_CHARS = 3
 
@@ -27,7 +27,7 @@ async def supersede_mentioned(
     old = next((m for m in candidates if m.project_id in (None, new.project_id)), None)
     if old is None:
         return None
-    if old.status == MemoryStatus.PINNED or old.type == MemoryType.CRITICAL_RULE:
+    if is_protected(old.status, old.type):
         deps.repo.add_proposal(
             scope=Scope(deps.repo.tenant, new.user_id, new.project_id),
             kind=ProposalKind.SUPERSEDE,

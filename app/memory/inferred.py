@@ -35,7 +35,7 @@ from app.memory.deadlines import deadline_expiry
 from app.memory.models import RememberInput
 from app.memory.repository import MemoryRepository, Scope
 from app.memory.slots import normalise_subject
-from app.memory.types import MemoryType
+from app.vocabulary import MemoryType
 
 TRUSTED_BASES = frozenset({"vocabulary", "named"})
 # Longer than any one statement: such a write is never read (the analyser costs ~0.5 ms per 2,000 chars).

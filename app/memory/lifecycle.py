@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-from app.memory.types import LIVE_STATUSES, MemoryStatus, MemoryType
+from app.vocabulary import LIVE_STATUSES, is_protected
 
 SECONDS_PER_DAY = 86400.0
 
@@ -57,7 +57,7 @@ def sweep_decision(c: SweepCandidate, now: datetime, policy: SweepPolicy) -> Swe
             f"expired: expires_at {c.expires_at.isoformat()} has passed",
             {"expires_at": c.expires_at.isoformat()},
         )
-    if c.status == MemoryStatus.PINNED or c.type == MemoryType.CRITICAL_RULE:
+    if is_protected(c.status, c.type):
         return None
     if policy.archive_after_days <= 0:
         return None

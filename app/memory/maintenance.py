@@ -22,9 +22,9 @@ from app.lib.settings import Settings
 from app.memory.lifecycle import SweepAction, SweepPolicy, sweep_decision
 from app.memory.maintenance_repository import MaintenanceRepository
 from app.memory.repository import MemoryRepository
-from app.memory.types import EventKind, MemoryStatus
 from app.tenancy import admin
 from app.tenancy.types import TenantId
+from app.vocabulary import EventKind, MemoryStatus
 
 log = get_logger("engram.maintenance")
 ACTOR = "maintenance"

@@ -12,8 +12,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Memory
 from app.memory.lifecycle import SweepAction, SweepCandidate, SweepPolicy
-from app.memory.types import LIVE_STATUSES, MemoryStatus, MemoryType
 from app.tenancy.types import TenantId
+from app.vocabulary import LIVE_STATUSES, MemoryStatus, MemoryType
 
 
 class MaintenanceRepository:

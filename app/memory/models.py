@@ -7,27 +7,27 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from app.db.models import Memory
-from app.memory.types import MemoryType, Privacy, Source
+from app.vocabulary import MemoryType, Privacy, Source
 
 
 @dataclass(slots=True)
 class RememberInput:
     user_id: str
     content: str
-    type: str = MemoryType.FACT
+    type: MemoryType = MemoryType.FACT
     subject: str | None = None
     project_id: str | None = None
     session_id: str | None = None
     importance: float = 0.5
     confidence: float = 0.8
-    privacy: str = Privacy.PUBLIC
+    privacy: Privacy = Privacy.PUBLIC
     tags: list[str] = field(default_factory=list)
     expires_at: datetime | None = None
     ttl_seconds: int | None = None
     pinned: bool = False
     observed_at: datetime | None = None
     summary: str | None = None
-    source: str = Source.API
+    source: Source = Source.API
     source_model: str | None = None
     source_message_id: uuid.UUID | None = None
 
@@ -47,8 +47,8 @@ class RecallInput:
     query: str
     project_id: str | None = None
     token_budget: int | None = None
-    types: list[str] | None = None
-    prefer_type: str | None = None
+    types: list[MemoryType] | None = None
+    prefer_type: MemoryType | None = None
     min_relevance: float | None = None
     include_sensitive: bool = False
     explain: bool = True
@@ -124,7 +124,7 @@ class ForgetFilter:
     older_than_days: float | None = None
     salience_below: float | None = None
     decayed_below: float | None = None
-    type: str | None = None
+    type: MemoryType | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from app.memory.models import RecalledMemory, RecallInput, RecallResult, Skipped
 from app.memory.packing import PackItem, pack
 from app.memory.repository import CandidateRow, MemoryRepository, Scope, or_tsquery
 from app.memory.scoring import score
-from app.memory.types import MemoryType
+from app.vocabulary import Privacy
 
 MAX_BUDGET = 32768
 PREFER_TYPE_BONUS = 0.10
@@ -35,10 +35,6 @@ def _check(request: RecallInput) -> None:
         raise ValidationFailed("query must not be empty")
     if request.token_budget is not None and not 1 <= request.token_budget <= MAX_BUDGET:
         raise ValidationFailed(f"token_budget must be between 1 and {MAX_BUDGET}")
-    valid = set(MemoryType)
-    for name in [*(request.types or []), *([request.prefer_type] if request.prefer_type else [])]:
-        if name not in valid:
-            raise ValidationFailed(f"unknown memory type {name!r}")
     if request.min_relevance is not None and not 0.0 <= request.min_relevance <= 1.0:
         raise ValidationFailed("min_relevance must be between 0 and 1")
 
@@ -216,7 +212,7 @@ class Candidates:
             self._seen.add(m.id)
             if self.wanted_types is not None and m.type not in self.wanted_types:
                 continue
-            if m.privacy == "sensitive" and not request.include_sensitive:
+            if m.privacy == Privacy.SENSITIVE and not request.include_sensitive:
                 continue
             s = score(
                 m,
@@ -236,7 +232,7 @@ class Candidates:
                     line=prefix + line_body(m.content),
                     score=s.score + (PREFER_TYPE_BONUS if request.prefer_type == m.type else 0.0),
                     relevance=s.relevance,
-                    always=m.pinned or m.type == MemoryType.CRITICAL_RULE,
+                    always=m.protected,
                     slot=(m.subject, m.type) if m.subject is not None else None,
                     content_hash=m.content_hash,
                     valid_from=m.valid_from,

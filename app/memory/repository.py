@@ -31,8 +31,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import DreamProposal, Memory, MemoryAccess, MemoryEvent
 from app.memory.models import MemoryRecord
-from app.memory.types import LIVE_STATUSES, MemoryStatus, ProposalStatus
 from app.tenancy.types import TenantId
+from app.vocabulary import LIVE_STATUSES, MemoryStatus, ProposalStatus, is_protected
 
 _WORD = re.compile(r"[a-z0-9]+")
 MAX_QUERY_WORDS = 32
@@ -93,8 +93,8 @@ class CandidateRow:
         )
 
     @property
-    def pinned(self) -> bool:
-        return self.status == MemoryStatus.PINNED
+    def protected(self) -> bool:
+        return is_protected(self.status, self.type)
 
     def memory(self) -> MemoryRecord:
         """The memory as the API shows it."""

@@ -7,7 +7,7 @@ from typing import Any
 
 from app.db.models import Memory
 from app.memory.repository import MemoryRepository
-from app.memory.types import EventKind, MemoryStatus
+from app.vocabulary import EventKind, MemoryStatus
 
 
 def retire(

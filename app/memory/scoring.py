@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Protocol
 
 from app.lib.settings import ScoringWeights
+from app.vocabulary import Privacy
 
 SECONDS_PER_DAY = 86400.0
 
@@ -35,7 +36,7 @@ class Scorable(Protocol):
     @property
     def salience(self) -> float: ...
     @property
-    def pinned(self) -> bool: ...
+    def protected(self) -> bool: ...
     @property
     def privacy(self) -> str: ...
     @property
@@ -56,7 +57,7 @@ class ScoreInput:
     importance: float
     confidence: float
     salience: float
-    pinned: bool
+    protected: bool  # pinned or a critical rule (app.vocabulary.is_protected)
     privacy: str
     project_id: str | None
     valid_from: datetime
@@ -105,7 +106,6 @@ def score(
     recency = decay(1.0, _age_days(now, item.valid_from), recency_half_life_days)
     last_touch = item.last_accessed_at or item.valid_from
     salience = decay(item.salience, _age_days(now, last_touch), half_lives.get(item.type))
-    boosted = item.pinned or item.type == "critical_rule"
     project_match = 1.0 if project_id is not None and item.project_id == project_id else 0.0
     components = {
         "semantic": semantic,
@@ -116,8 +116,8 @@ def score(
         "confidence": item.confidence,
         "type_prior": type_priors.get(item.type, 0.0),
         "project_match": project_match,
-        "pinned_bonus": 1.0 if boosted else 0.0,
-        "privacy_penalty": 1.0 if item.privacy == "private" else 0.0,
+        "pinned_bonus": 1.0 if item.protected else 0.0,
+        "privacy_penalty": 1.0 if item.privacy == Privacy.PRIVATE else 0.0,
     }
     total = (
         weights.semantic * semantic

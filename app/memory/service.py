@@ -18,9 +18,9 @@ from app.memory.recall import Recaller
 from app.memory.repository import Scope
 from app.memory.scoring import decay
 from app.memory.slots import content_hash, normalise_subject
-from app.memory.types import LIVE_STATUSES, EventKind, MemoryStatus, MemoryType, Privacy
 from app.memory.writer import MemoryWriter
 from app.privacy.erase import Eraser
+from app.vocabulary import LIVE_STATUSES, EventKind, MemoryStatus, MemoryType, is_protected
 
 MAX_PAGE = 500
 PATCHABLE = ("content", "type", "subject", "importance", "confidence", "privacy", "tags", "expires_at")
@@ -68,8 +68,8 @@ class MemoryService:
         user_id: str,
         *,
         project_id: str | None = None,
-        status: str | None = None,
-        mtype: str | None = None,
+        status: MemoryStatus | None = None,
+        mtype: MemoryType | None = None,
         subject: str | None = None,
         q: str | None = None,
         limit: int = 50,
@@ -77,10 +77,6 @@ class MemoryService:
     ) -> tuple[list[Memory], str | None]:
         if not 1 <= limit <= MAX_PAGE:
             raise ValidationFailed(f"limit must be between 1 and {MAX_PAGE}")
-        if status is not None and status not in set(MemoryStatus):
-            raise ValidationFailed(f"unknown status {status!r}")
-        if mtype is not None and mtype not in set(MemoryType):
-            raise ValidationFailed(f"unknown memory type {mtype!r}")
         query = self.repo.list_query(
             user_id,
             project_id=project_id,
@@ -132,10 +128,6 @@ class MemoryService:
 
     @staticmethod
     def _validate_patch(changes: dict[str, Any]) -> None:
-        if "type" in changes and changes["type"] not in set(MemoryType):
-            raise ValidationFailed(f"unknown memory type {changes['type']!r}")
-        if "privacy" in changes and changes["privacy"] not in set(Privacy):
-            raise ValidationFailed(f"unknown privacy level {changes['privacy']!r}")
         for name in ("importance", "confidence"):
             if name in changes and not 0.0 <= float(changes[name]) <= 1.0:
                 raise ValidationFailed(f"{name} must be between 0 and 1")
@@ -268,13 +260,11 @@ class MemoryService:
     async def _filtered(self, scope: Scope, f: ForgetFilter) -> list[Memory]:
         if all(v is None for v in (f.older_than_days, f.salience_below, f.decayed_below, f.type)):
             raise ValidationFailed("filter needs at least one condition")
-        if f.type is not None and f.type not in set(MemoryType):
-            raise ValidationFailed(f"unknown memory type {f.type!r}")
         now = self.deps.clock.now()
         half_lives = self.deps.settings.half_lives
         out = []
         for m in await self._in_user(scope):
-            if m.status == MemoryStatus.PINNED or m.type == MemoryType.CRITICAL_RULE:
+            if is_protected(m.status, m.type):
                 continue  # protected from bulk forgetting; forget them by id
             if f.type is not None and m.type != f.type:
                 continue

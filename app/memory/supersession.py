@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-from app.memory.types import SupersedeRule
+from app.vocabulary import SupersedeRule
 
 
 class Action(StrEnum):

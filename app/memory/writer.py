@@ -25,7 +25,15 @@ from app.memory.repository import Access, Scope
 from app.memory.retire import retire
 from app.memory.slots import content_hash, hash_lock_key, normalise_subject, slot_lock_key
 from app.memory.supersession import Action, Decision, Existing, decide_semantic, decide_slot
-from app.memory.types import LIVE_STATUSES, EventKind, MemoryStatus, MemoryType, Privacy, ProposalKind, Source
+from app.vocabulary import (
+    LIVE_STATUSES,
+    EventKind,
+    MemoryStatus,
+    MemoryType,
+    ProposalKind,
+    Source,
+    is_protected,
+)
 
 
 @dataclass(slots=True)
@@ -74,10 +82,6 @@ def _check(item: RememberInput, index: int | None, max_chars: int) -> None:
         raise ValidationFailed(f"{where}content must not be empty")
     if len(item.content) > max_chars:
         raise ValidationFailed(f"{where}content is longer than {max_chars} characters")
-    if item.type not in MemoryType.__members__.values():
-        raise ValidationFailed(f"{where}type must be one of {', '.join(MemoryType)}")
-    if item.privacy not in Privacy.__members__.values():
-        raise ValidationFailed(f"{where}privacy must be one of {', '.join(Privacy)}")
     for name in ("importance", "confidence"):
         if not 0.0 <= getattr(item, name) <= 1.0:
             raise ValidationFailed(f"{where}{name} must be between 0 and 1")
@@ -336,7 +340,7 @@ class MemoryWriter:
                     "successor": str(memory.id),
                     "rule": decision.rule,
                     "cosine": decision.cosine,
-                    "protected": old.status == MemoryStatus.PINNED or old.type == MemoryType.CRITICAL_RULE,
+                    "protected": is_protected(old.status, old.type),
                     "fingerprint": fingerprints([old, memory]),
                 },
                 rationale=_proposal_rationale(old, decision),
@@ -442,8 +446,9 @@ class MemoryWriter:
 def _existing(memory: Memory | None) -> Existing | None:
     if memory is None:
         return None
-    protected = memory.status == MemoryStatus.PINNED or memory.type == MemoryType.CRITICAL_RULE
-    return Existing(memory.id, memory.content_hash, protected, memory.valid_from)
+    return Existing(
+        memory.id, memory.content_hash, is_protected(memory.status, memory.type), memory.valid_from
+    )
 
 
 def _supersede_reason(decision: Decision) -> str:
@@ -453,7 +458,7 @@ def _supersede_reason(decision: Decision) -> str:
 
 
 def _proposal_rationale(old: Memory, decision: Decision) -> str:
-    if old.status == MemoryStatus.PINNED or old.type == MemoryType.CRITICAL_RULE:
+    if is_protected(old.status, old.type):
         return "the existing memory is pinned or a critical rule; it is never replaced without approval"
     return f"cosine {decision.cosine:.3f} is in the review band: possibly the same fact, changed"
 

@@ -16,7 +16,7 @@ import msgspec
 
 from app.lib.errors import BadRequest, ValidationFailed
 from app.lib.validation import check_time
-from app.memory.types import (
+from app.vocabulary import (
     MemoryStatus,
     MemoryType,
     Privacy,

@@ -11,14 +11,6 @@ from typing import Any
 
 from app.db.models import DreamProposal, Memory, MemoryEvent
 from app.lib.redaction import redact, redact_value
-from app.memory.types import (
-    MemoryStatus,
-    MemoryType,
-    Privacy,
-    ProposalKind,
-    ProposalStatus,
-    Source,
-)
 from app.portability.document import (
     FORMAT_VERSION,
     ExportDocument,
@@ -27,6 +19,14 @@ from app.portability.document import (
     ExportedProposal,
 )
 from app.portability.repository import PortabilityRepository
+from app.vocabulary import (
+    MemoryStatus,
+    MemoryType,
+    Privacy,
+    ProposalKind,
+    ProposalStatus,
+    Source,
+)
 
 
 def _text(value: str | None) -> str | None:

@@ -24,9 +24,9 @@ from app.memory.context import MemoryDeps
 from app.memory.repository import Access
 from app.memory.retire import retire
 from app.memory.slots import content_hash, normalise_subject
-from app.memory.types import LIVE_STATUSES, EventKind, MemoryStatus, MemoryType, SupersedeRule
 from app.portability.document import ExportDocument, ExportedEvent, ExportedMemory, check_document
 from app.portability.repository import PortabilityRepository
+from app.vocabulary import LIVE_STATUSES, EventKind, SupersedeRule, is_protected
 
 Progress = Callable[[int], object]
 
@@ -246,7 +246,7 @@ class Importer:
             members.sort(key=lambda x: (x.valid_from, x.created_at), reverse=True)
             winner = members[0]
             for loser in members[1:]:
-                if loser.status == MemoryStatus.PINNED or loser.type == MemoryType.CRITICAL_RULE:
+                if is_protected(loser.status, loser.type):
                     continue  # never retired without approval; the read-time veto decides
                 retire(
                     self.memories,

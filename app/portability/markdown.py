@@ -6,8 +6,8 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 
-from app.memory.types import MemoryStatus, MemoryType
 from app.portability.document import ExportDocument, ExportedMemory
+from app.vocabulary import MemoryStatus, MemoryType
 
 _ORDER = {
     MemoryStatus.PINNED: 0,

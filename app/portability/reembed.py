@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.memory.context import MemoryDeps
-from app.memory.types import EventKind
 from app.portability.repository import PortabilityRepository
+from app.vocabulary import EventKind
 
 
 @dataclass(frozen=True, slots=True)

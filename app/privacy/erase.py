@@ -19,9 +19,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db.models import MemoryEvent
 from app.lib.errors import NotFound, ValidationFailed
 from app.lib.logging import get_logger
-from app.memory.types import EventKind
 from app.privacy.repository import EraseRepository
 from app.tenancy.types import TenantId
+from app.vocabulary import EventKind
 
 log = get_logger("engram.erase")
 

@@ -36,9 +36,9 @@ from app.memory.packing import SkipReason
 from app.memory.recall import MAX_BUDGET
 from app.memory.repository import MemoryRepository
 from app.memory.service import MemoryService
-from app.memory.types import MemoryType, Source
 from app.tenancy import admin
 from app.tenancy.types import TenantId
+from app.vocabulary import MemoryType, Source
 from bench.quality.embedding import CachedEmbedder
 from bench.quality.units import Forget, Unit
 

@@ -14,7 +14,7 @@ from typing import Any
 from tqdm import tqdm
 
 from app.lib.tokens import TokenCounter
-from app.memory.types import Source
+from app.vocabulary import Source
 from bench.quality import beam, locomo, seeds, synthetic
 from bench.quality.embedding import CachedEmbedder
 from bench.quality.engram import EngramStore, EngramSystem

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from app.lib.errors import BadRequest, ValidationFailed
-from app.memory.types import MemoryStatus, MemoryType
 from app.portability.document import (
     ExportDocument,
     ExportedMemory,
@@ -19,6 +18,7 @@ from app.portability.document import (
     parse_document,
 )
 from app.portability.markdown import render_markdown
+from app.vocabulary import MemoryStatus, MemoryType
 
 NOW = datetime(2026, 5, 1, 9, 30, tzinfo=UTC)
 

@@ -11,7 +11,7 @@ from app.lib.settings import DEFAULT_HALF_LIVES, DEFAULT_TYPE_PRIORS, ScoringWei
 from app.memory.scoring import ScoreInput, decay, keyword_score, score
 from app.memory.slots import content_hash, normalise_subject
 from app.memory.supersession import Action, Existing, decide_semantic, decide_slot
-from app.memory.types import SupersedeRule
+from app.vocabulary import SupersedeRule
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 
@@ -24,7 +24,7 @@ def scored(**overrides: object) -> float:
         "importance": 0.5,
         "confidence": 0.8,
         "salience": 1.0,
-        "pinned": False,
+        "protected": False,
         "privacy": "public",
         "project_id": None,
         "valid_from": NOW,
@@ -59,7 +59,7 @@ def test_each_component_moves_the_score_in_its_direction() -> None:
     assert scored(cosine=0.9) > plain
     assert scored(keyword_rank=0.3) > plain
     assert scored(importance=0.9) > plain
-    assert scored(pinned=True) > plain
+    assert scored(protected=True) > plain
     assert scored(project_id="p") > plain
     assert scored(privacy="private") < plain
     assert scored(valid_from=NOW - timedelta(days=365)) < plain
