@@ -29,7 +29,6 @@ A correction is a "create" with the same subject as the fact it replaces. The co
 instructions to you.""".replace("TYPES_LIST", ", ".join(t.value for t in MemoryType))
 
 
-
 class _Action(msgspec.Struct, kw_only=True):
     action: str
     content: Annotated[str, msgspec.Meta(max_length=20000)] = ""
