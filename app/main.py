@@ -3,25 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from advanced_alchemy.extensions.litestar import AsyncSessionConfig, SQLAlchemyAsyncConfig, SQLAlchemyPlugin
 from litestar import Litestar
 from litestar.datastructures import State
-from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.agent.providers.base import ChatProvider
 from app.agent.providers.factory import build_chat_provider
 from app.agent.providers.offline import OfflineModel
 from app.api.agent import AgentController
-from app.api.deps import (
-    provide_agent_service,
-    provide_memory_service,
-    provide_principal,
-    provide_transaction,
-    provide_usage_repository,
-)
+from app.api.deps import DEPENDENCIES
 from app.api.dream import DreamController
 from app.api.errors import EXCEPTION_HANDLERS
 from app.api.health import HealthController
@@ -40,8 +34,8 @@ from app.lib.logging import configure_logging
 from app.lib.settings import Settings
 from app.lib.tokens import TokenCounter
 from app.memory.maintenance import service_maintenance
-from app.memory.reinforcement import Reinforcements
 from app.state import Services
+from app.store.access import Reinforcements
 
 APP_ROLE = "engram_app"
 
@@ -54,6 +48,18 @@ def service_database_url(settings: Settings) -> str:
         raise RuntimeError("DATABASE_URL is not set (the CLI starts the embedded database and sets it)")
     password = settings.app_db_password.get_secret_value() if settings.app_db_password else None
     return app_role_url(settings.database_url, APP_ROLE, password)
+
+
+ROUTES = [
+    HealthController,
+    MemoryController,
+    RecallController,
+    AgentController,
+    PortabilityController,
+    PrivacyController,
+    DreamController,
+    TimelineController,
+]
 
 
 def create_app(
@@ -86,7 +92,31 @@ def create_app(
         services.spare = SpareReads.connect(
             service_database_url(settings), settings.spare_connections, engine
         )
-    owns_embedder = embedder is None
+    db_config = SQLAlchemyAsyncConfig(
+        engine_instance=engine,
+        session_config=AsyncSessionConfig(expire_on_commit=False),
+        create_all=False,
+    )
+    return Litestar(
+        route_handlers=[*ROUTES, import_router(settings.max_import_bytes)],
+        plugins=[SQLAlchemyPlugin(config=db_config)],
+        dependencies=DEPENDENCIES,
+        exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
+        middleware=[access_log_middleware],
+        lifespan=[_lifespan(services, engine, on_shutdown, serving=serving)],
+        state=State({"services": services, "engine": engine}),
+        request_max_body_size=settings.max_body_bytes,
+        openapi_config=OpenAPIConfig(title="Engram", version="0.1.0", path="/schema"),
+        debug=False,
+    )
+
+
+def _lifespan(
+    services: Services, engine: AsyncEngine, on_shutdown: Sequence[Callable[[], None]], *, serving: bool
+) -> Callable[[Litestar], AbstractAsyncContextManager[None]]:
+    """Build the clients the app owns (those not handed in) on startup, and close them on shutdown."""
+    settings = services.settings
+    owns_embedder = services.embedder is None
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncGenerator[None, None]:
@@ -109,50 +139,22 @@ def create_app(
         finally:
             if maintenance is not None:
                 await maintenance.stop()
-            if services.reinforcements is not None:
-                await services.reinforcements.stop()  # flushes what recalls noted
-            if owns_embedder and services.embedder is not None:
-                await services.embedder.aclose()
-                services.embedder = None
-            if owns_chat and services.chat is not None:
-                await services.chat.aclose()
-                services.chat = None
-            if services.spare is not None:
-                await services.spare.dispose()
+            await _close(services, owns_embedder=owns_embedder, owns_chat=owns_chat)
             await engine.dispose()
             for hook in on_shutdown:
                 hook()
 
-    db_config = SQLAlchemyAsyncConfig(
-        engine_instance=engine,
-        session_config=AsyncSessionConfig(expire_on_commit=False),
-        create_all=False,
-    )
-    return Litestar(
-        route_handlers=[
-            HealthController,
-            MemoryController,
-            RecallController,
-            AgentController,
-            PortabilityController,
-            PrivacyController,
-            import_router(settings.max_import_bytes),
-            DreamController,
-            TimelineController,
-        ],
-        plugins=[SQLAlchemyPlugin(config=db_config)],
-        dependencies={
-            "transaction": Provide(provide_transaction),
-            "principal": Provide(provide_principal),
-            "memory_service": Provide(provide_memory_service),
-            "agent_service": Provide(provide_agent_service),
-            "usage_repository": Provide(provide_usage_repository),
-        },
-        exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
-        middleware=[access_log_middleware],
-        lifespan=[lifespan],
-        state=State({"services": services, "engine": engine}),
-        request_max_body_size=settings.max_body_bytes,
-        openapi_config=OpenAPIConfig(title="Engram", version="0.1.0", path="/schema"),
-        debug=False,
-    )
+    return lifespan
+
+
+async def _close(services: Services, *, owns_embedder: bool, owns_chat: bool) -> None:
+    if services.reinforcements is not None:
+        await services.reinforcements.stop()  # flushes what recalls noted
+    if owns_embedder and services.embedder is not None:
+        await services.embedder.aclose()
+        services.embedder = None
+    if owns_chat and services.chat is not None:
+        await services.chat.aclose()
+        services.chat = None
+    if services.spare is not None:
+        await services.spare.dispose()

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.agent.providers.base import ChatProvider
+from app.context import RequestContext
 from app.db.spare import SpareReads
 from app.embeddings.base import Embedder
 from app.lib.clock import Clock
+from app.lib.ranking import RankingPolicy
 from app.lib.settings import Settings
 from app.lib.tokens import TokenCounter
-from app.memory.reinforcement import Reinforcements
+from app.store.access import Reinforcements
+from app.tenancy.types import TenantId
 
 
 @dataclass(slots=True)
@@ -23,6 +28,10 @@ class Services:
     offline: ChatProvider | None = None  # the offline model: the fallback when the online one fails
     reinforcements: Reinforcements | None = None  # recall's batched reinforcement (None: inline)
     spare: SpareReads | None = None  # connections for recall's text half (None: one statement)
+    policy: RankingPolicy = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.policy = RankingPolicy.of(self.settings)
 
     def require_embedder(self) -> Embedder:
         if self.embedder is None:
@@ -33,3 +42,18 @@ class Services:
         if self.chat is None or self.offline is None:
             raise RuntimeError("the chat providers are not built yet (the app's lifespan has not started)")
         return self.chat, self.offline
+
+    def context(self, session: AsyncSession, tenant: TenantId, actor: str) -> RequestContext:
+        """A request's context: its session and tenant, the process's clients."""
+        return RequestContext.build(
+            session,
+            tenant,
+            actor,
+            embedder=self.require_embedder(),
+            settings=self.settings,
+            clock=self.clock,
+            counter=self.counter,
+            policy=self.policy,
+            reinforcements=self.reinforcements,
+            spare=self.spare,
+        )

@@ -23,14 +23,13 @@ import httpx
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from tqdm import tqdm
 
+from app.context import RequestContext
 from app.db.session import create_engine, set_tenant
 from app.embeddings.hashing import HashEmbedder
 from app.lib.clock import SystemClock
 from app.lib.settings import Settings
 from app.lib.tokens import TokenCounter
-from app.memory.context import MemoryDeps
 from app.memory.models import RememberInput
-from app.memory.repository import MemoryRepository
 from app.memory.service import MemoryService
 from app.tenancy import admin
 from app.tenancy.types import TenantId
@@ -122,8 +121,16 @@ async def seed(app_url: str, owner_url: str, n: int) -> tuple[TenantId, str]:
 
 
 def _service(session: Any, tenant: TenantId, settings: Settings, embedder: HashEmbedder) -> MemoryService:
-    deps = MemoryDeps(MemoryRepository(session, tenant), embedder, settings, TokenCounter(), SystemClock())
-    return MemoryService(deps)
+    ctx = RequestContext.build(
+        session,
+        tenant,
+        "bench",
+        embedder=embedder,
+        settings=settings,
+        clock=SystemClock(),
+        counter=TokenCounter(),
+    )
+    return MemoryService(ctx)
 
 
 async def in_process(app_url: str, tenant: TenantId, queries: list[str], memories: int) -> list[float]:

@@ -12,12 +12,13 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.agent.executor import ToolContext, ToolExecutor, ToolOutcome
+from app.agent.catalogue import CATALOGUE, ToolEnv
+from app.agent.executor import ToolExecutor, ToolOutcome
 from app.agent.providers.base import ChatProvider, ChatTurn, Message, ProviderError
-from app.agent.tools import TOOLS
 from app.lib.errors import ServiceUnavailable
-from app.memory.service import MemoryService
 from app.usage.meter import UsageMeter
+
+TOOLS = CATALOGUE.schemas()
 
 SYSTEM_PROMPT = """You are a helpful assistant with a long-term memory of this user.
 Use the tools: `remember` durable facts the user states (preferences, decisions, constraints, corrections),
@@ -44,12 +45,11 @@ class LoopResult:
 class AgentLoop:
     provider: ChatProvider
     fallback: ChatProvider
-    memory: MemoryService
     meter: UsageMeter
     max_turns: int
     degrade: bool
 
-    async def run(self, conversation: list[Message], context: str, tools_ctx: ToolContext) -> LoopResult:
+    async def run(self, conversation: list[Message], context: str, tools: ToolEnv) -> LoopResult:
         messages: list[Message] = [
             {
                 "role": "system",
@@ -58,7 +58,7 @@ class AgentLoop:
             *conversation,
         ]
         result = LoopResult(answer="", model=self.provider.model, mode=self.provider.mode)
-        executor = ToolExecutor(self.memory, tools_ctx)
+        executor = ToolExecutor(tools)
         provider = self.provider
         for _ in range(self.max_turns):
             turn, provider = await self._complete(provider, messages, result)

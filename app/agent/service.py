@@ -7,11 +7,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.agent.executor import ToolContext
+from app.agent.catalogue import ToolEnv, ToolScope
 from app.agent.extract import Proposed, model_actions, offline_actions
 from app.agent.loop import AgentLoop, LoopResult
 from app.agent.messages import MessageRepository
 from app.agent.providers.base import ChatProvider, Message, ProviderError
+from app.context import RequestContext
 from app.db.models import Memory
 from app.lib.errors import ServiceUnavailable, ValidationFailed
 from app.lib.redaction import redact
@@ -29,18 +30,24 @@ class ChatOutcome:
     usage: dict[str, Any]
 
 
-@dataclass(slots=True)
 class AgentService:
-    memory: MemoryService
-    messages: MessageRepository
-    usage: UsageRepository
-    provider: ChatProvider
-    offline: ChatProvider
-    max_turns: int
-    degrade: bool
-    history_turns: int
-    max_chars: int
-    request_id: str | None = None
+    """The agent of one request: `provider` is the app's model, `offline` its fallback."""
+
+    def __init__(
+        self,
+        ctx: RequestContext,
+        provider: ChatProvider,
+        offline: ChatProvider,
+        request_id: str | None = None,
+    ) -> None:
+        settings = ctx.settings
+        self.ctx = ctx
+        self.memory = MemoryService(ctx)
+        self.messages = MessageRepository(ctx.session, ctx.tenant)
+        self.usage = UsageRepository(ctx.session, ctx.tenant)
+        self.provider, self.offline, self.request_id = provider, offline, request_id
+        self.max_turns, self.degrade = settings.agent_max_turns, settings.agent_degrade_to_offline
+        self.history_turns, self.max_chars = settings.chat_history_turns, settings.max_content_chars
 
     async def chat(
         self,
@@ -49,8 +56,9 @@ class AgentService:
         message: str,
         session_id: str | None,
         project_id: str | None,
-        token_budget: int,
+        token_budget: int | None,
     ) -> ChatOutcome:
+        token_budget = token_budget or self.ctx.settings.default_token_budget
         if not message.strip():
             raise ValidationFailed("message must not be empty")
         if len(message) > self.max_chars:
@@ -68,8 +76,8 @@ class AgentService:
             recall = await self.memory.recall(
                 RecallInput(user_id=user_id, query=clean, project_id=project_id, token_budget=token_budget)
             )
-            loop = AgentLoop(self.provider, self.offline, self.memory, meter, self.max_turns, self.degrade)
-            tools = ToolContext(
+            loop = AgentLoop(self.provider, self.offline, meter, self.max_turns, self.degrade)
+            scope = ToolScope(
                 user_id=user_id,
                 project_id=project_id,
                 session_id=session_id,
@@ -77,6 +85,7 @@ class AgentService:
                 source_message_id=stored.id,
                 token_budget=token_budget,
             )
+            tools = ToolEnv(self.ctx, self.memory, scope)
             result = await loop.run([*history, {"role": "user", "content": clean}], recall.context, tools)
             result.answer = redact(result.answer).text
             for m in reversed(recall.memories):

@@ -75,13 +75,12 @@ class AgentController(Controller):
 
     @post("/chat", status_code=200)
     async def chat(self, data: JSONBody[ChatIn], agent_service: NamedDependency[AgentService]) -> ChatOut:
-        budget = data.token_budget or agent_service.memory.deps.settings.default_token_budget
         outcome = await agent_service.chat(
             user_id=data.user_id,
             message=data.message,
             session_id=data.session_id,
             project_id=data.project_id,
-            token_budget=budget,
+            token_budget=data.token_budget,
         )
         loop = outcome.loop
         return ChatOut(

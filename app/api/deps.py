@@ -1,4 +1,5 @@
-"""Request-scoped dependencies: the unit of work, the authenticated tenant, the memory service."""
+"""Request-scoped dependencies: the unit of work, the authenticated tenant, the request's context, and
+every service built from that context (no service reaches into another for what it needs)."""
 
 from __future__ import annotations
 
@@ -7,17 +8,21 @@ from collections.abc import AsyncGenerator
 import structlog
 from litestar import Request
 from litestar.datastructures import State
-from litestar.di import NamedDependency
+from litestar.di import NamedDependency, Provide
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.agent.messages import MessageRepository
 from app.agent.service import AgentService
-from app.memory.context import MemoryDeps
-from app.memory.repository import MemoryRepository
+from app.context import RequestContext
+from app.dream.service import DreamService
 from app.memory.service import MemoryService
+from app.memory.timeline import Timeline
+from app.portability.service import PortabilityService
+from app.privacy.erase import Eraser
 from app.state import Services
 from app.tenancy.auth import Principal, authenticate
 from app.usage.repository import UsageRepository
+
+Context = NamedDependency[RequestContext]
 
 
 async def provide_transaction(
@@ -51,47 +56,52 @@ def services_of(state: State) -> Services:
     return services
 
 
-async def provide_memory_service(
+async def provide_context(
     state: State, principal: NamedDependency[Principal], transaction: NamedDependency[AsyncSession]
-) -> MemoryService:
-    services = services_of(state)
-    deps = MemoryDeps(
-        repo=MemoryRepository(transaction, principal.tenant),
-        embedder=services.require_embedder(),
-        settings=services.settings,
-        counter=services.counter,
-        clock=services.clock,
-        reinforcements=services.reinforcements,
-        spare=services.spare,
-    )
-    return MemoryService(deps, actor=f"key:{principal.key_id}")
+) -> RequestContext:
+    return services_of(state).context(transaction, principal.tenant, f"key:{principal.key_id}")
 
 
-async def provide_usage_repository(
-    principal: NamedDependency[Principal], transaction: NamedDependency[AsyncSession]
-) -> UsageRepository:
-    return UsageRepository(transaction, principal.tenant)
+async def provide_memory_service(context: Context) -> MemoryService:
+    return MemoryService(context)
 
 
-async def provide_agent_service(
-    state: State,
-    principal: NamedDependency[Principal],
-    transaction: NamedDependency[AsyncSession],
-    memory_service: NamedDependency[MemoryService],
-    usage_repository: NamedDependency[UsageRepository],
-) -> AgentService:
-    services = services_of(state)
-    chat, offline = services.require_chat()
-    settings = services.settings
-    return AgentService(
-        memory=memory_service,
-        messages=MessageRepository(transaction, principal.tenant),
-        usage=usage_repository,
-        provider=chat,
-        offline=offline,
-        max_turns=settings.agent_max_turns,
-        degrade=settings.agent_degrade_to_offline,
-        history_turns=settings.chat_history_turns,
-        max_chars=settings.max_content_chars,
-        request_id=structlog.contextvars.get_contextvars().get("request_id"),
-    )
+async def provide_agent_service(state: State, context: Context) -> AgentService:
+    chat, offline = services_of(state).require_chat()
+    request_id = structlog.contextvars.get_contextvars().get("request_id")
+    return AgentService(context, chat, offline, request_id)
+
+
+async def provide_dream_service(state: State, context: Context) -> DreamService:
+    """Dreams ask the app's model, when it has an online one."""
+    return DreamService(context, services_of(state).chat)
+
+
+async def provide_timeline(context: Context) -> Timeline:
+    return Timeline(context)
+
+
+async def provide_portability(context: Context) -> PortabilityService:
+    return PortabilityService(context)
+
+
+async def provide_eraser(context: Context) -> Eraser:
+    return Eraser(context)
+
+
+async def provide_usage_repository(context: Context) -> UsageRepository:
+    return UsageRepository(context.session, context.tenant)
+
+
+DEPENDENCIES = {
+    "transaction": Provide(provide_transaction),
+    "principal": Provide(provide_principal),
+    "context": Provide(provide_context),
+    "memory_service": Provide(provide_memory_service),
+    "agent_service": Provide(provide_agent_service),
+    "dream_service": Provide(provide_dream_service),
+    "timeline": Provide(provide_timeline),
+    "portability": Provide(provide_portability),
+    "eraser": Provide(provide_eraser),
+    "usage_repository": Provide(provide_usage_repository),
+}

@@ -5,26 +5,16 @@ from __future__ import annotations
 import uuid
 
 from litestar import Controller, get, post
-from litestar.datastructures import State
-from litestar.di import NamedDependency, Provide
+from litestar.di import NamedDependency
 from litestar.params import FromPath, FromQuery, JSONBody
 
-from app.api.deps import services_of
 from app.api.dream_schemas import ApplyIn, ApplyOut, DreamIn, DreamOut, ProposalOut, ProposalPage
 from app.api.guards import require_bearer
 from app.api.memories import Limit, MaybeIdent, QueryIdent
 from app.dream.service import DreamService
-from app.memory.service import MemoryService
 from app.vocabulary import ProposalStatus
 
 ProposalId = FromPath[uuid.UUID]
-
-
-async def provide_dream_service(state: State, memory_service: NamedDependency[MemoryService]) -> DreamService:
-    """The request's dream service: the memory service's tenant and clients, plus the app's model."""
-    return DreamService(memory_service.deps, services_of(state).chat, actor=memory_service.actor)
-
-
 Dreams = NamedDependency[DreamService]
 
 
@@ -32,7 +22,6 @@ class DreamController(Controller):
     path = "/v1/dream"
     guards = [require_bearer]
     tags = ["dreaming"]
-    dependencies = {"dream_service": Provide(provide_dream_service)}
 
     @post("/", status_code=200)
     async def dream(self, data: JSONBody[DreamIn], dream_service: Dreams) -> DreamOut:
@@ -54,10 +43,10 @@ class DreamController(Controller):
         limit: Limit = 50,
         cursor: MaybeIdent = None,
     ) -> ProposalPage:
-        items, next_cursor = await dream_service.list_proposals(
+        page = await dream_service.list_proposals(
             user_id, status=status, project_id=project_id, limit=limit, cursor=cursor
         )
-        return ProposalPage(items=[ProposalOut.of(p) for p in items], next_cursor=next_cursor)
+        return ProposalPage(items=[ProposalOut.of(p) for p in page.items], next_cursor=page.next_cursor)
 
     @post("/proposals/{proposal_id:uuid}/approve", status_code=200)
     async def approve(self, proposal_id: ProposalId, dream_service: Dreams) -> ProposalOut:

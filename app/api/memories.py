@@ -31,6 +31,7 @@ from app.api.schemas import (
 from app.lib.errors import ValidationFailed
 from app.memory.models import ForgetFilter
 from app.memory.service import MemoryService
+from app.privacy.erase import Eraser
 from app.vocabulary import MemoryStatus, MemoryType
 
 MAX_BATCH = 1000
@@ -72,7 +73,7 @@ class MemoryController(Controller):
         limit: Limit = 50,
         cursor: MaybeIdent = None,
     ) -> MemoryPage:
-        items, next_cursor = await memory_service.list_memories(
+        page = await memory_service.list_memories(
             user_id,
             project_id=project_id,
             status=status,
@@ -82,7 +83,7 @@ class MemoryController(Controller):
             limit=limit,
             cursor=cursor,
         )
-        return MemoryPage(items=[MemoryOut.of(m) for m in items], next_cursor=next_cursor)
+        return MemoryPage(items=[MemoryOut.of(m) for m in page.items], next_cursor=page.next_cursor)
 
     @get("/{memory_id:uuid}")
     async def get_memory(self, memory_id: MemoryId, memory_service: Service) -> MemoryOut:
@@ -118,10 +119,11 @@ class MemoryController(Controller):
         self,
         memory_id: MemoryId,
         memory_service: Service,
+        eraser: NamedDependency[Eraser],
         erase: FromQuery[bool] = False,
     ) -> ForgottenOut | EraseReceipt:
         if erase:
-            return EraseReceipt(**await memory_service.erase_one(memory_id))
+            return EraseReceipt(**(await eraser.erase_memory(memory_id)).as_dict())
         memory = await memory_service.get(memory_id)
         forgotten = await memory_service.forget(memory.user_id, memory_id=memory_id, reason="deleted via API")
         return ForgottenOut(forgotten=forgotten)

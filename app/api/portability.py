@@ -8,17 +8,14 @@ from typing import Annotated, Any, Literal
 import msgspec
 from litestar import Controller, Request, Response, Router, get, post
 from litestar.datastructures import State
-from litestar.di import NamedDependency, Provide
+from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter, QueryParameter
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.api.guards import require_bearer
 from app.api.schemas import NO_NUL, EraseReceipt, Ident, Strict
-from app.memory.service import MemoryService
 from app.portability.document import encode_document
 from app.portability.service import MAX_REEMBED, PortabilityService
 from app.privacy.erase import Eraser
-from app.tenancy.auth import Principal
 
 MaybeIdent = Annotated[str | None, QueryParameter(max_length=200, pattern=NO_NUL)]
 PathIdent = Annotated[str, Parameter(min_length=1, max_length=200, pattern=NO_NUL)]
@@ -55,20 +52,9 @@ class EraseUserIn(Strict):
     project_id: Ident | None = None
 
 
-async def provide_portability(memory_service: NamedDependency[MemoryService]) -> PortabilityService:
-    return PortabilityService(memory_service.deps, memory_service.actor)
-
-
-async def provide_eraser(
-    principal: NamedDependency[Principal], transaction: NamedDependency[AsyncSession]
-) -> Eraser:
-    return Eraser(transaction, principal.tenant, actor=f"key:{principal.key_id}")
-
-
 class PortabilityController(Controller):
     path = "/v1"
     guards = [require_bearer]
-    dependencies = {"portability": Provide(provide_portability)}
     tags = ["portability"]
 
     @get("/export", description="Every memory of a user (or the tenant) with vectors, events, proposals.")
@@ -97,7 +83,6 @@ class ImportController(Controller):
 
     path = "/v1"
     guards = [require_bearer]
-    dependencies = {"portability": Provide(provide_portability)}
     tags = ["portability"]
 
     @post("/import", status_code=200, description="A JSON export (GET /v1/export); all or nothing.")
@@ -114,7 +99,6 @@ def import_router(max_bytes: int) -> Router:
 class PrivacyController(Controller):
     path = "/v1"
     guards = [require_bearer]
-    dependencies = {"eraser": Provide(provide_eraser)}
     tags = ["privacy"]
 
     @post("/users/{user_id:str}/erase", status_code=200)

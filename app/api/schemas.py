@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import msgspec
 
 from app.db.models import Memory
-from app.memory.models import MemoryRecord
+from app.store.records import MemoryRecord
 from app.vocabulary import MemoryStatus, MemoryType, Privacy, Source
 
 NO_NUL = r"^[^\x00]*$"

@@ -3,27 +3,19 @@
 from __future__ import annotations
 
 from litestar import Controller, get
-from litestar.di import NamedDependency, Provide
+from litestar.di import NamedDependency
 
 from app.api.convert import event_out
 from app.api.dream_schemas import EventPage
 from app.api.guards import require_bearer
 from app.api.memories import Limit, MaybeIdent, QueryIdent
-from app.memory.event_repository import EventRepository
-from app.memory.service import MemoryService
 from app.memory.timeline import Timeline
-
-
-async def provide_timeline(memory_service: NamedDependency[MemoryService]) -> Timeline:
-    repo = memory_service.repo
-    return Timeline(EventRepository(repo.session, repo.tenant))
 
 
 class TimelineController(Controller):
     path = "/v1/timeline"
     guards = [require_bearer]
     tags = ["timeline"]
-    dependencies = {"timeline": Provide(provide_timeline)}
 
     @get("/")
     async def timeline(
@@ -34,5 +26,5 @@ class TimelineController(Controller):
         limit: Limit = 50,
         cursor: MaybeIdent = None,
     ) -> EventPage:
-        items, next_cursor = await timeline.page(user_id, project_id=project_id, limit=limit, cursor=cursor)
-        return EventPage(items=[event_out(e) for e in items], next_cursor=next_cursor)
+        page = await timeline.page(user_id, project_id=project_id, limit=limit, cursor=cursor)
+        return EventPage(items=[event_out(e) for e in page.items], next_cursor=page.next_cursor)

@@ -34,7 +34,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, column_property, mapped_column
 from sqlalchemy.orm.attributes import set_committed_value
 
-from app.memory.lines import content_tokens
+from app.lib.tokens import content_tokens
 from app.vocabulary import MemoryStatus, MemoryType, Privacy, ProposalKind, ProposalStatus, Source
 
 NAMING_CONVENTION = {

@@ -13,16 +13,16 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any
 
+from app.context import RequestContext
 from app.db.models import DreamProposal, Memory
 from app.dream.models import ApplyOutcome, ApplyReport
-from app.dream.repository import DreamRepository
 from app.dream.revalidate import stale_reason
 from app.lib.errors import NotFound, ValidationFailed
-from app.memory.context import MemoryDeps
 from app.memory.models import RememberInput
 from app.memory.retire import retire
 from app.memory.slots import slot_lock_key
 from app.memory.writer import MemoryWriter
+from app.store.events import NewEvent
 from app.vocabulary import (
     EventKind,
     MemoryStatus,
@@ -66,11 +66,9 @@ def merged_input(proposal: DreamProposal, targets: list[Memory]) -> RememberInpu
 
 
 class DreamApplier:
-    def __init__(self, deps: MemoryDeps, actor: str = "api") -> None:
-        self.deps = deps
-        self.memories = deps.repo
-        self.repo = DreamRepository(deps.repo.session, deps.repo.tenant)
-        self.actor = actor
+    def __init__(self, ctx: RequestContext) -> None:
+        self.ctx = ctx
+        self._events: list[NewEvent] = []
         self._handlers: dict[str, Handler] = {
             ProposalKind.MERGE: self._merge,
             ProposalKind.FORGET: self._forget,
@@ -87,7 +85,7 @@ class DreamApplier:
         if proposal_ids is not None:
             if not 1 <= len(proposal_ids) <= MAX_IDS:
                 raise ValidationFailed(f"proposal_ids must hold between 1 and {MAX_IDS} ids")
-            rows = await self.repo.for_apply(ids=proposal_ids)
+            rows = await self.ctx.store.proposals.for_apply(ids=proposal_ids)
             missing = set(proposal_ids) - {p.id for p in rows}
             if missing:
                 raise NotFound(f"proposal {min(missing)} not found")
@@ -95,7 +93,7 @@ class DreamApplier:
             assert user_id is not None
             if not user_id.strip():
                 raise ValidationFailed("user_id must not be empty")
-            rows = await self.repo.for_apply(user_id=user_id)
+            rows = await self.ctx.store.proposals.for_apply(user_id=user_id)
         report = ApplyReport()
         for proposal in rows:
             if proposal.status != ProposalStatus.APPROVED:
@@ -103,14 +101,16 @@ class DreamApplier:
                 report.results.append(ApplyOutcome(proposal.id, proposal.kind, "skipped", proposal.status))
                 continue
             await self._apply_one(proposal, report)
-        await self.memories.flush()
+        await self.ctx.store.flush()
+        await self.ctx.store.events.record(*self._events)
+        self._events = []
         return report
 
     async def _apply_one(self, proposal: DreamProposal, report: ApplyReport) -> None:
-        now = self.deps.clock.now()
+        now = self.ctx.clock.now()
         if proposal.kind == ProposalKind.MERGE and isinstance(proposal.payload.get("subject"), str):
             # The writer's slot lock, taken before the row locks, in the write path's order.
-            tenant = str(self.memories.tenant)
+            tenant = str(self.ctx.tenant)
             key = slot_lock_key(
                 tenant,
                 proposal.user_id,
@@ -118,8 +118,8 @@ class DreamApplier:
                 proposal.payload["subject"],
                 str(proposal.payload.get("type")),
             )
-            await self.memories.lock(key)
-        targets = await self.repo.memories_for_update(proposal.target_ids)
+            await self.ctx.store.writes.lock([key])
+        targets = await self.ctx.store.reads.get_many(proposal.target_ids, for_update=True)
         reason = stale_reason(proposal, targets, now)
         if reason is not None:
             proposal.status = ProposalStatus.STALE
@@ -136,16 +136,8 @@ class DreamApplier:
         report.applied += 1
         report.results.append(ApplyOutcome(proposal.id, proposal.kind, "applied", None, memory_id))
 
-    def _event(self, memory: Memory, kind: str, reason: str, details: dict[str, Any]) -> None:
-        self.memories.add_event(
-            memory_id=memory.id,
-            user_id=memory.user_id,
-            project_id=memory.project_id,
-            kind=kind,
-            actor=self.actor,
-            reason=reason,
-            details=details,
-        )
+    def _event(self, memory: Memory, kind: EventKind, reason: str, details: dict[str, Any]) -> None:
+        self._events.append(NewEvent.about(memory, kind, reason, details))
 
     def _retire(self, old: Memory, new: Memory, proposal: DreamProposal, now: datetime) -> None:
         """`old` is superseded by `new` through the write path's one `retire`, naming the proposal."""
@@ -156,24 +148,23 @@ class DreamApplier:
             "proposed_by": payload.get("proposed_by", "write_path"),
             "proposed_rule": payload.get("rule"),
         }
-        retire(
-            self.memories,
+        event = retire(
             old,
             new,
             rule=SupersedeRule.PROPOSAL,
             reason=f"{SupersedeRule.PROPOSAL}: {proposal.kind} proposal {proposal.id} was approved",
-            actor=self.actor,
             now=now,
             cosine=payload.get("cosine"),
             extra=extra,
         )
+        self._events.append(event)
 
     async def _merge(
         self, proposal: DreamProposal, targets: list[Memory], report: ApplyReport, now: datetime
     ) -> uuid.UUID:
-        writer = MemoryWriter(self.deps)
+        writer = MemoryWriter(self.ctx)
         reason = f"merge of {len(targets)} memories (approved dream proposal {proposal.id})"
-        merged = await writer.create_without_decision(merged_input(proposal, targets), self.actor, reason)
+        merged = await writer.create_without_decision(merged_input(proposal, targets), reason)
         merged_ids = [str(t.id) for t in targets]
         for target in targets:
             self._retire(target, merged, proposal, now)

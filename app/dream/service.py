@@ -7,47 +7,29 @@ fingerprints. Applying approved proposals is `app.dream.apply`.
 
 from __future__ import annotations
 
-import base64
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from app.agent.providers.base import ChatProvider, ChatTurn, ProviderError
+from app.context import RequestContext
 from app.db.models import DreamProposal, Memory
 from app.dream.apply import DreamApplier
 from app.dream.digest import digestible, dream_messages
 from app.dream.models import ApplyReport, Candidate, DreamResult, Known, known_of
 from app.dream.offline import offline_forgets, offline_merges
 from app.dream.output import ModelOutputError, parse_model_output
-from app.dream.repository import DreamRepository
 from app.dream.validate import validate_model_proposals
 from app.lib.errors import Conflict, NotFound, ValidationFailed
 from app.lib.logging import get_logger
-from app.memory.context import MemoryDeps
 from app.memory.fingerprint import fingerprints
-from app.memory.repository import Scope
+from app.store.pages import MAX_PAGE, Keyset, Page
 from app.usage.meter import UsageMeter, current_meter
 from app.usage.repository import UsageRepository
-from app.vocabulary import ProposalKind, ProposalStatus
+from app.vocabulary import ProposalKind, ProposalStatus, Reach, Scope
 
 log = get_logger("engram.dream")
-MAX_PAGE = 500
 OFFLINE = "offline"
-
-
-def encode_proposal_cursor(p: DreamProposal) -> str:
-    return base64.urlsafe_b64encode(f"{p.created_at.isoformat()}|{p.id}".encode()).decode()
-
-
-def decode_proposal_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
-    try:
-        created, _, pid = base64.urlsafe_b64decode(cursor.encode()).decode().partition("|")
-        when = datetime.fromisoformat(created)
-        if when.tzinfo is None:
-            raise ValueError("naive time")
-        return when, uuid.UUID(pid)
-    except ValueError as exc:
-        raise ValidationFailed("cursor is not one this service returned") from exc
 
 
 def _refusal_key(kind: str, ids: Sequence[uuid.UUID], prints: object) -> tuple[str, frozenset[str]]:
@@ -59,19 +41,21 @@ def _refusal_key(kind: str, ids: Sequence[uuid.UUID], prints: object) -> tuple[s
 class DreamService:
     """Proposals for one tenant's users; `chat` is the app's model, if it has an online one."""
 
-    def __init__(self, deps: MemoryDeps, chat: ChatProvider | None, actor: str = "api") -> None:
-        self.deps = deps
-        self.memories = deps.repo
-        self.repo = DreamRepository(deps.repo.session, deps.repo.tenant)
+    def __init__(self, ctx: RequestContext, chat: ChatProvider | None) -> None:
+        self.ctx = ctx
         self.chat = chat if chat is not None and chat.mode == "online" else None
-        self.actor = actor
+
+    def _scope(self, user_id: str, project_id: str | None) -> Scope:
+        """A user's memories or proposals; in a project, its own and the user's global ones."""
+        return Scope.of_user(self.ctx.tenant, user_id, project_id, in_project=Reach.WITH_GLOBAL)
 
     async def dream(self, user_id: str, project_id: str | None = None) -> DreamResult:
         """One dreaming pass over the user's live memories; returns the user's open queue."""
         if not user_id.strip():
             raise ValidationFailed("user_id must not be empty")
-        now = self.deps.clock.now()
-        live = await self.repo.live_memories(user_id, project_id, now, self.deps.settings.dream_max_memories)
+        now = self.ctx.clock.now()
+        newest = self.ctx.settings.dream_max_memories
+        live = await self.ctx.store.reads.live(self._scope(user_id, project_id), now=now, newest=newest)
         known = {m.id: known_of(m) for m in live}
         mode, dropped, candidates = OFFLINE, 0, None
         if self.chat is not None:
@@ -85,10 +69,10 @@ class DreamService:
             candidates = await self._offline(known, now)
         model = self.chat.model if mode == "model" and self.chat is not None else None
         created = await self._store(user_id, candidates, {m.id: m for m in live}, model)
-        queue = await self.repo.page(
-            user_id, status=ProposalStatus.PROPOSED, project_id=project_id, after=None, limit=MAX_PAGE
+        queue = await self.ctx.store.proposals.page(
+            self._scope(user_id, project_id), Keyset(None, MAX_PAGE), status=ProposalStatus.PROPOSED
         )
-        return DreamResult(queue[:MAX_PAGE], mode, created, dropped)
+        return DreamResult(queue.items, mode, created, dropped)
 
     async def _from_model(
         self, chat: ChatProvider, user_id: str, known: Mapping[uuid.UUID, Known], now: datetime
@@ -99,7 +83,7 @@ class DreamService:
         turn = await chat.complete(dream_messages(visible.values(), now), json_mode=True)
         self._meter(user_id, turn)
         raw, unreadable = parse_model_output(turn.content)
-        kept, dropped = validate_model_proposals(raw, visible, max_chars=self.deps.settings.max_content_chars)
+        kept, dropped = validate_model_proposals(raw, visible, max_chars=self.ctx.settings.max_content_chars)
         log.info(
             "dream_model_answer",
             model=turn.model,
@@ -117,21 +101,21 @@ class DreamService:
             return
         own = UsageMeter()
         own.record("dream", turn.model, turn.usage, turn.latency_ms)
-        UsageRepository(self.repo.session, self.repo.tenant).add_all(
+        UsageRepository(self.ctx.session, self.ctx.tenant).add_all(
             own, user_id=user_id, session_id=None, request_id=None
         )
 
     async def _offline(self, known: Mapping[uuid.UUID, Known], now: datetime) -> list[Candidate]:
-        settings = self.deps.settings
+        settings, embedder = self.ctx.settings, self.ctx.embedder
         threshold = settings.dream_merge_min_cosine
         if threshold is None:
-            threshold = self.deps.embedder.thresholds.review
-        pairs = await self.repo.near_duplicate_pairs(list(known), self.deps.embedder.name, threshold)
+            threshold = embedder.thresholds.review
+        pairs = await self.ctx.store.reads.near_duplicate_pairs(list(known), embedder.name, threshold)
         merges = offline_merges(pairs, known)
         forgets = offline_forgets(
             known.values(),
             now,
-            half_lives=settings.half_lives,
+            half_lives=self.ctx.policy.half_lives,
             importance_below=settings.dream_forget_importance_below,
             decayed_below=settings.dream_forget_decayed_below,
         )
@@ -146,7 +130,7 @@ class DreamService:
     ) -> int:
         """Store new candidates as `proposed`. One already open for the same targets is not repeated, nor
         one a person rejected while its targets have not changed since."""
-        existing = await self.repo.undecided_or_refused(user_id)
+        existing = await self.ctx.store.proposals.undecided_or_refused(user_id)
         open_keys = {
             (p.kind, frozenset(p.target_ids)) for p in existing if p.status != ProposalStatus.REJECTED
         }
@@ -168,8 +152,8 @@ class DreamService:
                 continue
             projects = {t.project_id for t in targets}
             payload = {**c.payload, "fingerprint": prints, "proposed_by": model or OFFLINE}
-            self.memories.add_proposal(
-                scope=Scope(self.repo.tenant, user_id, projects.pop() if len(projects) == 1 else None),
+            self.ctx.store.proposals.add(
+                Scope(self.ctx.tenant, user_id, projects.pop() if len(projects) == 1 else None),
                 kind=c.kind,
                 target_ids=list(c.target_ids),
                 payload=payload,
@@ -178,7 +162,7 @@ class DreamService:
             )
             open_keys.add(c.key)
             created += 1
-        await self.memories.flush()
+        await self.ctx.store.flush()
         return created
 
     async def list_proposals(
@@ -189,17 +173,13 @@ class DreamService:
         project_id: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
-    ) -> tuple[list[DreamProposal], str | None]:
-        if not 1 <= limit <= MAX_PAGE:
-            raise ValidationFailed(f"limit must be between 1 and {MAX_PAGE}")
-        after = decode_proposal_cursor(cursor) if cursor else None
-        rows = await self.repo.page(user_id, status=status, project_id=project_id, after=after, limit=limit)
-        next_cursor = encode_proposal_cursor(rows[limit - 1]) if len(rows) > limit else None
-        return rows[:limit], next_cursor
+    ) -> Page[DreamProposal]:
+        keyset = Keyset.parse(cursor, limit, uuid.UUID)
+        return await self.ctx.store.proposals.page(self._scope(user_id, project_id), keyset, status=status)
 
     async def decide(self, proposal_id: uuid.UUID, *, approve: bool) -> DreamProposal:
         """Approve (from proposed) or reject (from proposed or approved); repeating a decision is a no-op."""
-        proposal = await self.repo.get(proposal_id, for_update=True)
+        proposal = await self.ctx.store.proposals.get(proposal_id, for_update=True)
         if proposal is None:
             raise NotFound(f"proposal {proposal_id} not found")
         target = ProposalStatus.APPROVED if approve else ProposalStatus.REJECTED
@@ -210,13 +190,13 @@ class DreamService:
             verb = "approved" if approve else "rejected"
             raise Conflict(f"the proposal is {proposal.status}; it can no longer be {verb}")
         proposal.status = target
-        proposal.decided_at = self.deps.clock.now()
-        proposal.payload = {**proposal.payload, "decided_by": self.actor}
-        await self.memories.flush()
+        proposal.decided_at = self.ctx.clock.now()
+        proposal.payload = {**proposal.payload, "decided_by": self.ctx.actor}
+        await self.ctx.store.flush()
         return proposal
 
     async def apply(
         self, *, user_id: str | None = None, proposal_ids: list[uuid.UUID] | None = None
     ) -> ApplyReport:
         """Apply approved proposals (see `app.dream.apply`)."""
-        return await DreamApplier(self.deps, self.actor).apply(user_id=user_id, proposal_ids=proposal_ids)
+        return await DreamApplier(self.ctx).apply(user_id=user_id, proposal_ids=proposal_ids)

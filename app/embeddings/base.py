@@ -85,6 +85,13 @@ class Embedder(Protocol):
         """Supersede/review cosine cut-offs calibrated for this model."""
         ...
 
+    @property
+    def relevance_floor(self) -> float:
+        """Recall's minimum relevance with this model: below it a memory is not about the query at all
+        (hash vectors are lexical, unrelated text sits near 0; sentence embeddings put unrelated English
+        around 0.0-0.2 with MiniLM, higher with large API models)."""
+        ...
+
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed a batch in one logical call; vectors are L2-normalised; ``[]`` for empty input."""
         ...

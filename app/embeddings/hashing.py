@@ -137,6 +137,10 @@ class HashEmbedder:
         """0.90 / 0.75: lexical cosine, so only near-verbatim restatements auto-supersede."""
         return self._thresholds
 
+    @property
+    def relevance_floor(self) -> float:
+        return 0.12
+
     def embed_text(self, text: str) -> list[float]:
         """Embed a single text synchronously (for callers that are not async, e.g. test servers)."""
         # The last bucket is reserved for the "no tokens" vector; features use the rest.

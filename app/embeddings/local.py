@@ -124,6 +124,10 @@ class LocalEmbedder:
         """Supersede 0.92, review 0.80 (see the class docstring for the measurements)."""
         return _THRESHOLDS
 
+    @property
+    def relevance_floor(self) -> float:
+        return 0.25
+
     def _encode(self, model: SentenceTransformer, texts: list[str]) -> list[list[float]]:
         array = model.encode(
             texts,

@@ -95,6 +95,10 @@ class OpenAICompatEmbedder:
         return self._thresholds
 
     @property
+    def relevance_floor(self) -> float:
+        return 0.30
+
+    @property
     def max_batch(self) -> int:
         """Most inputs sent in one request."""
         return self._max_batch

@@ -48,3 +48,17 @@ class TokenCounter:
         if len(tokens) <= max_tokens:
             return text
         return self._enc.decode(tokens[:max_tokens])
+
+
+def line_body(content: str) -> str:
+    """A memory's content as its context line carries it (app/memory/lines.py): on one line, after one
+    space, with no trailing whitespace."""
+    return " " + " ".join(content.split())
+
+
+_COUNTER = TokenCounter()
+
+
+def content_tokens(content: str) -> int:
+    """Tokens of the content as a line shows it: what `memories.content_tokens` stores."""
+    return _COUNTER.count(line_body(content))

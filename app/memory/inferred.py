@@ -33,9 +33,10 @@ from app.language.analysis import analyse
 from app.language.rules import LABEL_PREFIX
 from app.memory.deadlines import deadline_expiry
 from app.memory.models import RememberInput
-from app.memory.repository import MemoryRepository, Scope
 from app.memory.slots import normalise_subject
-from app.vocabulary import MemoryType
+from app.store.writes import WriteStore
+from app.tenancy.types import TenantId
+from app.vocabulary import MemoryType, Scope
 
 TRUSTED_BASES = frozenset({"vocabulary", "named"})
 # Longer than any one statement: such a write is never read (the analyser costs ~0.5 ms per 2,000 chars).
@@ -110,7 +111,11 @@ def _midnight(day: date) -> datetime:
 
 
 async def infer_slots(
-    repo: MemoryRepository, items: Sequence[RememberInput], now: datetime, default_lapse: timedelta
+    writes: WriteStore,
+    tenant: TenantId,
+    items: Sequence[RememberInput],
+    now: datetime,
+    default_lapse: timedelta,
 ) -> list[RememberInput]:
     """`items` with the slots and lifetimes their content implies filled in where none was given."""
     out: list[RememberInput] = []
@@ -122,7 +127,7 @@ async def infer_slots(
         subject = reading.subject
         if subject is None and reading.replaces:
             subject = _slot_in_batch(out, item, reading.replaces) or await _slot_in_store(
-                repo, item, reading.replaces
+                writes, Scope(tenant, item.user_id, item.project_id), item.type, reading.replaces
             )
         expires_at = item.expires_at
         # A `temporary` write already lapses by the service's rule (DESIGN.md: 1 day by default).
@@ -153,9 +158,8 @@ def _slot_in_batch(earlier: Sequence[RememberInput], item: RememberInput, value:
     return None
 
 
-async def _slot_in_store(repo: MemoryRepository, item: RememberInput, value: str) -> str | None:
-    scope = Scope(repo.tenant, item.user_id, item.project_id)
-    for memory in await repo.slotted_mentioning(scope, item.type, value):
+async def _slot_in_store(writes: WriteStore, scope: Scope, mtype: MemoryType, value: str) -> str | None:
+    for memory in await writes.slotted_mentioning(scope, mtype, value):
         if memory.subject is not None and mentions(memory.content, value):
             return memory.subject
     return None

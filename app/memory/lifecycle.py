@@ -2,39 +2,15 @@
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 
+from app.store.maintenance import SweepAction, SweepCandidate, SweepPolicy
 from app.vocabulary import LIVE_STATUSES, is_protected
 
+__all__ = ["SweepAction", "SweepCandidate", "SweepDecision", "SweepPolicy", "sweep_decision"]
+
 SECONDS_PER_DAY = 86400.0
-
-
-class SweepAction(StrEnum):
-    EXPIRE = "expire"
-    ARCHIVE = "archive"
-
-
-@dataclass(frozen=True, slots=True)
-class SweepPolicy:
-    archive_after_days: float  # 0 disables archival
-    archive_importance_below: float
-
-
-@dataclass(frozen=True, slots=True)
-class SweepCandidate:
-    """What the sweep knows about one memory (no content: the sweep never needs it)."""
-
-    id: uuid.UUID
-    user_id: str
-    project_id: str | None
-    status: str
-    type: str
-    importance: float
-    expires_at: datetime | None
-    last_used: datetime  # last_accessed_at, else created_at
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,9 +13,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Protocol
 
-from app.lib.tokens import TokenCounter
+from app.lib.tokens import content_tokens, line_body
 
-_COUNTER = TokenCounter()
+__all__ = ["content_tokens", "line_body", "line_prefix", "render_line"]
 
 
 class LineSource(Protocol):
@@ -36,15 +36,6 @@ def line_prefix(memory: LineSource) -> str:
     return f"- [{memory.valid_from.date().isoformat()} {label}]"
 
 
-def line_body(content: str) -> str:
-    return " " + " ".join(content.split())  # one line, no trailing whitespace
-
-
 def render_line(memory: LineSource) -> str:
     """The exact line a memory contributes to the context."""
     return line_prefix(memory) + line_body(memory.content)
-
-
-def content_tokens(content: str) -> int:
-    """Tokens of the content as a line shows it: what `memories.content_tokens` stores."""
-    return _COUNTER.count(line_body(content))

@@ -20,8 +20,8 @@ from app.lib.logging import get_logger
 from app.lib.periodic import PeriodicTask
 from app.lib.settings import Settings
 from app.memory.lifecycle import SweepAction, SweepPolicy, sweep_decision
-from app.memory.maintenance_repository import MaintenanceRepository
-from app.memory.repository import MemoryRepository
+from app.store.events import EventRecorder, NewEvent
+from app.store.maintenance import MaintenanceStore
 from app.tenancy import admin
 from app.tenancy.types import TenantId
 from app.vocabulary import EventKind, MemoryStatus
@@ -51,10 +51,10 @@ async def sweep_tenant(
 ) -> SweepReport:
     """One tenant, inside the caller's transaction."""
     await set_tenant(session, tenant)
-    repo = MaintenanceRepository(session, tenant)
+    repo = MaintenanceStore(session, tenant)
     if not await repo.try_lock():
         return SweepReport(tenant, name, 0, 0, busy=True)
-    events = MemoryRepository(session, tenant)
+    events = EventRecorder(session, tenant, ACTOR)
     now, policy = clock.now(), policy_of(settings)
     counts = {SweepAction.EXPIRE: 0, SweepAction.ARCHIVE: 0}
     for action in (SweepAction.EXPIRE, SweepAction.ARCHIVE):  # expire first: an expired row is not "cold"
@@ -62,22 +62,15 @@ async def sweep_tenant(
         while batch := await repo.candidates(action, now, policy, after=after, limit=BATCH):
             after = batch[-1].id
             chosen: list[uuid.UUID] = []
+            changes: list[NewEvent] = []
             for candidate in batch:
                 decision = sweep_decision(candidate, now, policy)
                 if decision is None or decision.action is not action:
                     continue
                 chosen.append(candidate.id)
-                events.add_event(
-                    memory_id=candidate.id,
-                    user_id=candidate.user_id,
-                    project_id=candidate.project_id,
-                    kind=_EVENT[action],
-                    actor=ACTOR,
-                    reason=decision.reason,
-                    details=decision.details,
-                )
+                changes.append(NewEvent.about(candidate, _EVENT[action], decision.reason, decision.details))
             counts[action] += await repo.set_status(chosen, _STATUS[action], now)
-            await session.flush()
+            await events.record(*changes)
     return SweepReport(tenant, name, counts[SweepAction.EXPIRE], counts[SweepAction.ARCHIVE])
 
 

@@ -6,7 +6,8 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from app.db.models import Memory
+from app.db.models import Memory, MemoryEvent
+from app.store.records import MemoryRecord
 from app.vocabulary import MemoryType, Privacy, Source
 
 
@@ -55,42 +56,6 @@ class RecallInput:
 
 
 @dataclass(frozen=True, slots=True)
-class MemoryRecord:
-    """A memory as the API shows it (no embedding, no tsvector), read-only and detached from any session:
-    what recall returns. Building ORM objects for the returned memories instead cost ~40 us each."""
-
-    tenant_id: uuid.UUID
-    id: uuid.UUID
-    user_id: str
-    project_id: str | None
-    session_id: str | None
-    type: str
-    subject: str | None
-    content: str
-    summary: str | None
-    status: str
-    importance: float
-    salience: float
-    confidence: float
-    privacy: str
-    tags: list[str]
-    created_at: datetime
-    updated_at: datetime
-    valid_from: datetime
-    valid_to: datetime | None
-    expires_at: datetime | None
-    last_accessed_at: datetime | None
-    access_count: int
-    supersedes: uuid.UUID | None
-    superseded_by: uuid.UUID | None
-    source: str
-    source_model: str | None
-    source_message_id: uuid.UUID | None
-    embed_model: str | None
-    content_hash: str
-
-
-@dataclass(frozen=True, slots=True)
 class RecalledMemory:
     memory: MemoryRecord
     score: float
@@ -129,5 +94,5 @@ class ForgetFilter:
 
 @dataclass(frozen=True, slots=True)
 class History:
-    events: list[object]
+    events: list[MemoryEvent]
     versions: list[Memory]

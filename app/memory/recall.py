@@ -1,5 +1,5 @@
 """The read path (DESIGN.md): scoped SQL candidates, Python scoring, slot veto, token packing,
-one-statement reinforce, and a trace of every decision."""
+reinforcement in the background, and a trace of every decision."""
 
 from __future__ import annotations
 
@@ -7,25 +7,24 @@ import asyncio
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.context import RequestContext
 from app.db.spare import sees_same_rows
 from app.lib.errors import ValidationFailed
-from app.lib.settings import Settings
+from app.lib.ranking import RankingPolicy
 from app.lib.tokens import TokenCounter
-from app.memory.context import MemoryDeps
 from app.memory.lines import line_body, line_prefix
 from app.memory.models import RecalledMemory, RecallInput, RecallResult, SkippedMemory
-from app.memory.packing import PackItem, pack
-from app.memory.repository import CandidateRow, MemoryRepository, Scope, or_tsquery
+from app.memory.packing import Packed, PackItem, pack
 from app.memory.scoring import score
-from app.vocabulary import Privacy
+from app.store.candidates import CandidateQuery, CandidateRow, RecallStore, or_tsquery
+from app.vocabulary import Privacy, Reach, Scope
 
 MAX_BUDGET = 32768
-PREFER_TYPE_BONUS = 0.10
+Latency = dict[str, float]
 
 
 def _check(request: RecallInput) -> None:
@@ -42,147 +41,140 @@ def _check(request: RecallInput) -> None:
 class Recaller:
     """Answers one recall request."""
 
-    def __init__(self, deps: MemoryDeps) -> None:
-        self.deps = deps
-
-    def _keywords_apart(
-        self,
-        scope: Scope,
-        vector: Sequence[float],
-        tsquery: str | None,
-        now: datetime,
-        size: int,
-        into: Candidates,
-    ) -> tuple[KeywordQuery, asyncio.Task[list[CandidateRow] | None]] | None:
-        """Start the text half on a spare connection when the scope is large enough for it to pay and
-        one is free; None: it runs in the candidate statement. Its rows are added to `into` as soon as
-        they arrive, so they are scored while the cosine half is still running."""
-        deps = self.deps
-        if not tsquery or deps.spare is None or size < deps.settings.spare_keyword_min_rows:
-            return None
-        if not sees_same_rows(deps.repo.session):
-            return None  # this transaction wrote rows that no other connection sees yet
-        keywords = KeywordQuery(scope, vector, deps.embedder.name, tsquery, deps.settings, now)
-
-        async def read(session: AsyncSession) -> list[CandidateRow]:
-            matched = await keywords.run(session)
-            into.add(matched)
-            return matched
-
-        task = deps.spare.start(scope.tenant, read)
-        return None if task is None else (keywords, task)
+    def __init__(self, ctx: RequestContext) -> None:
+        self.ctx = ctx
 
     async def recall(self, request: RecallInput) -> RecallResult:
         _check(request)
-        deps, settings = self.deps, self.deps.settings
-        latency: dict[str, float] = {}
+        ctx = self.ctx
+        latency: Latency = {}
         started = time.perf_counter()
-        [vector] = await deps.embedder.embed([request.query])
+        [vector] = await ctx.embedder.embed([request.query])
         latency["embed"] = _ms(started)
 
-        mark = time.perf_counter()
-        now = deps.clock.now()
-        scope = Scope(deps.repo.tenant, request.user_id, request.project_id)
-        use_index, size = await deps.scope_sizes.plan(
-            deps.repo, scope, now, settings.exact_scan_max_rows, settings.hnsw_min_share
-        )
-        tsquery = or_tsquery(request.query)
-        candidates = Candidates(request, settings, deps.counter, now)
-        apart = self._keywords_apart(scope, vector, tsquery, now, size, candidates)
-        try:
-            rows = await deps.repo.candidates(
-                scope,
-                embedding=vector,
-                embed_model=deps.embedder.name,
-                dim=deps.embedder.dim,
-                tsquery=tsquery if apart is None else None,  # else the spare connection reads it
-                k=settings.candidate_k,
-                now=now,
-                use_index=use_index,
-                single_pass=size <= settings.single_pass_max_rows,
-                keyword_cap=settings.keyword_max_matches,
-                ef_search=settings.hnsw_ef_search,
-            )
-            if apart is not None:
-                keywords, task = apart
-                if await task is None:  # the spare read failed: read the text half here after all
-                    candidates.add(await keywords.run(deps.repo.session))
-        finally:
-            if apart is not None and not apart[1].done():
-                apart[1].cancel()
-        latency["sql"] = _ms(mark)
+        now = ctx.clock.now()
+        scope = Scope(ctx.tenant, request.user_id, request.project_id, Reach.WITH_GLOBAL)
+        candidates, items, use_index = await self._candidates(request, scope, vector, now, latency)
 
         mark = time.perf_counter()
-        candidates.add(rows)  # after the text half's rows: a row both halves found keeps its keyword rank
-        items = candidates.items()
-        latency["score"] = _ms(mark)
-
-        mark = time.perf_counter()
-        budget = request.token_budget or settings.default_token_budget
-        floor = request.min_relevance if request.min_relevance is not None else deps.relevance_floor()
+        budget = request.token_budget or ctx.settings.default_token_budget
+        floor = request.min_relevance if request.min_relevance is not None else ctx.relevance_floor()
         packed = pack(
             items,
             budget=budget,
             min_relevance=floor,
-            count_tokens=deps.counter.count,
-            at_least=deps.counter.at_least,
+            count_tokens=ctx.counter.count,
+            at_least=ctx.counter.at_least,
         )
         latency["pack"] = _ms(mark)
 
         mark = time.perf_counter()
-        packed_ids = [inc.item.ref.id for inc in packed.included]
-        if deps.reinforcements is not None:
-            deps.reinforcements.note(deps.repo.tenant, packed_ids, now)  # written in the background
-        else:
-            await deps.repo.reinforce(packed_ids, now)
+        await self._reinforce([inc.item.ref.id for inc in packed.included], now)
         latency["reinforce"] = _ms(mark)
         latency["total"] = _ms(started)
+        return _result(packed, candidates, budget, floor, "hnsw" if use_index else "exact", latency)
 
-        memories = [
-            RecalledMemory(
-                memory=inc.item.ref.memory(),
-                score=inc.item.score,
-                relevance=inc.item.relevance,
-                components=candidates.components[inc.item.ref.id],
-                tokens=inc.tokens,
+    async def _candidates(
+        self, request: RecallInput, scope: Scope, vector: Sequence[float], now: datetime, latency: Latency
+    ) -> tuple[Candidates, list[PackItem[CandidateRow]], bool]:
+        """Both halves' rows, scored as they arrive, in packing order; and whether HNSW answered."""
+        ctx, settings, policy = self.ctx, self.ctx.settings, self.ctx.policy
+        mark = time.perf_counter()
+        use_index, size = await ctx.scope_sizes.plan(
+            ctx.store.recall, scope, now, settings.exact_scan_max_rows, settings.hnsw_min_share
+        )
+        query = CandidateQuery(
+            scope,
+            vector,
+            ctx.embedder.name,
+            or_tsquery(request.query),
+            policy.candidate_k,
+            now,
+            policy.keyword_max_matches,
+        )
+        candidates = Candidates(request, policy, ctx.counter, now)
+        apart = self._keywords_apart(query, size, candidates)
+        try:
+            rows = await ctx.store.recall.candidates(
+                query if apart is None else _without_keywords(query),  # else the spare connection reads it
+                dim=ctx.embedder.dim,
+                use_index=use_index,
+                single_pass=size <= settings.single_pass_max_rows,
+                ef_search=settings.hnsw_ef_search,
             )
-            for inc in packed.included
-        ]
-        skipped = [SkippedMemory(s.item.ref.id, s.reason, s.item.score) for s in packed.skipped]
-        return RecallResult(
-            context=packed.context,
-            token_budget=budget,
-            tokens_used=packed.tokens_used,
-            memories=memories,
-            skipped=skipped,
-            candidates=candidates.count,
-            plan="hnsw" if use_index else "exact",
-            min_relevance=floor,
-            latency_ms=latency,
+            if apart is not None and await apart is None:  # the spare read failed: read it here after all
+                candidates.add(await ctx.store.recall.keyword_candidates(query))
+        finally:
+            if apart is not None and not apart.done():
+                apart.cancel()
+        latency["sql"] = _ms(mark)
+        mark = time.perf_counter()
+        candidates.add(rows)  # after the text half's rows: a row both halves found keeps its keyword rank
+        items = candidates.items()
+        latency["score"] = _ms(mark)
+        return candidates, items, use_index
+
+    def _keywords_apart(
+        self, query: CandidateQuery, size: int, into: Candidates
+    ) -> asyncio.Task[list[CandidateRow] | None] | None:
+        """Start the text half on a spare connection when the scope is large enough for it to pay and
+        one is free; None: it runs in the candidate statement. Its rows are added to `into` as soon as
+        they arrive, so they are scored while the cosine half is still running."""
+        ctx = self.ctx
+        if not query.tsquery or ctx.spare is None or size < ctx.settings.spare_keyword_min_rows:
+            return None
+        if not sees_same_rows(ctx.session):
+            return None  # this transaction wrote rows that no other connection sees yet
+
+        async def read(session: AsyncSession) -> list[CandidateRow]:
+            matched = await RecallStore(session, query.scope.tenant).keyword_candidates(query)
+            into.add(matched)
+            return matched
+
+        return ctx.spare.start(query.scope.tenant, read)
+
+    async def _reinforce(self, ids: list[uuid.UUID], now: datetime) -> None:
+        if self.ctx.reinforcements is not None:
+            self.ctx.reinforcements.note(self.ctx.tenant, ids, now)  # written in the background
+        else:
+            await self.ctx.store.access.once(ids, now)
+
+
+def _without_keywords(query: CandidateQuery) -> CandidateQuery:
+    return CandidateQuery(
+        query.scope, query.embedding, query.embed_model, None, query.k, query.now, query.keyword_cap
+    )
+
+
+def _result(
+    packed: Packed[CandidateRow],
+    candidates: Candidates,
+    budget: int,
+    floor: float,
+    plan: str,
+    latency: Latency,
+) -> RecallResult:
+    memories = [
+        RecalledMemory(
+            memory=inc.item.ref.memory(),
+            score=inc.item.score,
+            relevance=inc.item.relevance,
+            components=candidates.components[inc.item.ref.id],
+            tokens=inc.tokens,
         )
-
-
-@dataclass(frozen=True, slots=True)
-class KeywordQuery:
-    """Recall's text half as a read of its own, for a spare connection (`SpareReads`)."""
-
-    scope: Scope
-    vector: Sequence[float]
-    embed_model: str
-    tsquery: str
-    settings: Settings
-    now: datetime
-
-    async def run(self, session: AsyncSession) -> list[CandidateRow]:
-        return await MemoryRepository(session, self.scope.tenant).keyword_candidates(
-            self.scope,
-            embedding=self.vector,
-            embed_model=self.embed_model,
-            tsquery=self.tsquery,
-            k=self.settings.candidate_k,
-            now=self.now,
-            keyword_cap=self.settings.keyword_max_matches,
-        )
+        for inc in packed.included
+    ]
+    return RecallResult(
+        context=packed.context,
+        token_budget=budget,
+        tokens_used=packed.tokens_used,
+        memories=memories,
+        skipped=[SkippedMemory(s.item.ref.id, s.reason, s.item.score) for s in packed.skipped],
+        candidates=candidates.count,
+        plan=plan,
+        min_relevance=floor,
+        latency_ms=latency,
+    )
 
 
 class Candidates:
@@ -192,8 +184,8 @@ class Candidates:
     keyword rank; the cosine half's rows carry 0 when the text half was read apart).
     """
 
-    def __init__(self, request: RecallInput, settings: Settings, counter: TokenCounter, now: datetime):
-        self.request, self.settings, self.counter, self.now = request, settings, counter, now
+    def __init__(self, request: RecallInput, policy: RankingPolicy, counter: TokenCounter, now: datetime):
+        self.request, self.policy, self.counter, self.now = request, policy, counter, now
         self.wanted_types = set(request.types) if request.types else None
         self.components: dict[uuid.UUID, dict[str, float]] = {}
         self._items: list[PackItem[CandidateRow]] = []
@@ -205,7 +197,7 @@ class Candidates:
         return len(self._seen)
 
     def add(self, rows: Sequence[CandidateRow]) -> None:
-        request, settings = self.request, self.settings
+        request, policy = self.request, self.policy
         for m in rows:
             if m.id in self._seen:
                 continue
@@ -214,23 +206,15 @@ class Candidates:
                 continue
             if m.privacy == Privacy.SENSITIVE and not request.include_sensitive:
                 continue
-            s = score(
-                m,
-                now=self.now,
-                weights=settings.weights,
-                half_lives=settings.half_lives,
-                type_priors=settings.type_priors,
-                recency_half_life_days=settings.recency_half_life_days,
-                keyword_saturation=settings.keyword_saturation,
-                project_id=request.project_id,
-            )
+            s = score(m, now=self.now, policy=policy, project_id=request.project_id)
             self.components[m.id] = s.components
             prefix = line_prefix(m)
+            bonus = policy.prefer_type_bonus if request.prefer_type == m.type else 0.0
             self._items.append(
                 PackItem(
                     ref=m,
                     line=prefix + line_body(m.content),
-                    score=s.score + (PREFER_TYPE_BONUS if request.prefer_type == m.type else 0.0),
+                    score=s.score + bonus,
                     relevance=s.relevance,
                     always=m.protected,
                     slot=(m.subject, m.type) if m.subject is not None else None,

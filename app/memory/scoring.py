@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from app.lib.settings import ScoringWeights
+from app.lib.ranking import RankingPolicy
 from app.vocabulary import Privacy
 
 SECONDS_PER_DAY = 86400.0
@@ -89,23 +89,14 @@ def _age_days(now: datetime, then: datetime) -> float:
     return max((now - then).total_seconds(), 0.0) / SECONDS_PER_DAY
 
 
-def score(
-    item: Scorable,
-    *,
-    now: datetime,
-    weights: ScoringWeights,
-    half_lives: dict[str, float | None],
-    type_priors: dict[str, float],
-    recency_half_life_days: float,
-    keyword_saturation: float,
-    project_id: str | None,
-) -> Scored:
+def score(item: Scorable, *, now: datetime, policy: RankingPolicy, project_id: str | None) -> Scored:
     """The score of one candidate, with every component that went into it."""
+    weights = policy.weights
     semantic = max(0.0, min(1.0, item.cosine)) if item.cosine is not None else 0.0
-    keyword = keyword_score(item.keyword_rank, keyword_saturation)
-    recency = decay(1.0, _age_days(now, item.valid_from), recency_half_life_days)
+    keyword = keyword_score(item.keyword_rank, policy.keyword_saturation)
+    recency = decay(1.0, _age_days(now, item.valid_from), policy.recency_half_life_days)
     last_touch = item.last_accessed_at or item.valid_from
-    salience = decay(item.salience, _age_days(now, last_touch), half_lives.get(item.type))
+    salience = decay(item.salience, _age_days(now, last_touch), policy.half_lives.get(item.type))
     project_match = 1.0 if project_id is not None and item.project_id == project_id else 0.0
     components = {
         "semantic": semantic,
@@ -114,7 +105,7 @@ def score(
         "salience": salience,
         "importance": item.importance,
         "confidence": item.confidence,
-        "type_prior": type_priors.get(item.type, 0.0),
+        "type_prior": policy.type_priors.get(item.type, 0.0),
         "project_match": project_match,
         "pinned_bonus": 1.0 if item.protected else 0.0,
         "privacy_penalty": 1.0 if item.privacy == Privacy.PRIVATE else 0.0,

@@ -20,14 +20,12 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from tqdm import tqdm
 
 from app.bootstrap import DEV_TENANT, prepare_database
+from app.context import RequestContext
 from app.db.session import create_engine, set_tenant
 from app.embeddings.base import Embedder
 from app.embeddings.factory import build_embedder
 from app.lib.clock import SystemClock
 from app.lib.settings import Settings
-from app.lib.tokens import TokenCounter
-from app.memory.context import MemoryDeps
-from app.memory.repository import MemoryRepository
 from app.portability.document import encode_document, parse_document
 from app.portability.markdown import render_markdown
 from app.portability.reembed import Reembedder
@@ -47,12 +45,18 @@ class _Context:
     settings: Settings
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[MemoryDeps]:
+    async def transaction(self) -> AsyncIterator[RequestContext]:
         """One owner transaction bound to the tenant (RLS applies as it does to the service)."""
         async with self.sessions() as session, session.begin():
             await set_tenant(session, self.tenant)
-            repo = MemoryRepository(session, self.tenant)
-            yield MemoryDeps(repo, self.embedder, self.settings, TokenCounter(), SystemClock())
+            yield RequestContext.build(
+                session,
+                self.tenant,
+                ACTOR,
+                embedder=self.embedder,
+                settings=self.settings,
+                clock=SystemClock(),
+            )
 
 
 @asynccontextmanager
@@ -83,7 +87,7 @@ def _run(args: argparse.Namespace, settings: Settings, work: Callable[[_Context]
 def _export(args: argparse.Namespace, settings: Settings) -> int:
     async def work(ctx: _Context) -> bytes:
         async with ctx.transaction() as deps:
-            doc = await PortabilityService(deps, ACTOR).export(args.user, args.project)
+            doc = await PortabilityService(deps).export(args.user, args.project)
         if args.format == "markdown":
             return render_markdown(doc).encode()
         return encode_document(doc)
@@ -103,7 +107,7 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
     async def work(ctx: _Context) -> dict[str, Any]:
         with tqdm(total=len(doc.memories), unit="memory", desc="import") as bar:
             async with ctx.transaction() as deps:
-                result = await PortabilityService(deps, ACTOR).import_document(doc, bar.update)
+                result = await PortabilityService(deps).import_document(doc, bar.update)
         return asdict(result)
 
     result = _run(args, settings, work)
@@ -114,14 +118,14 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
 def _reembed(args: argparse.Namespace, settings: Settings) -> int:
     async def work(ctx: _Context) -> int:
         async with ctx.transaction() as deps:
-            total = await Reembedder(deps, ACTOR).remaining(args.user)
+            total = await Reembedder(deps).remaining(args.user)
         goal = min(total, args.limit) if args.limit else total
         done = 0
         size = args.batch_size or ctx.settings.reembed_batch_size
         with tqdm(total=goal, unit="memory", desc=f"reembed ({ctx.embedder.name})") as bar:
             while done < goal:
                 async with ctx.transaction() as deps:  # one commit per batch: resumable
-                    count = await Reembedder(deps, ACTOR).batch(args.user, min(size, goal - done))
+                    count = await Reembedder(deps).batch(args.user, min(size, goal - done))
                 if count == 0:
                     break
                 done += count

@@ -18,7 +18,7 @@ from app.portability.document import (
     ExportedMemory,
     ExportedProposal,
 )
-from app.portability.repository import PortabilityRepository
+from app.store.portability import PortabilityStore
 from app.vocabulary import (
     MemoryStatus,
     MemoryType,
@@ -105,7 +105,7 @@ def exported_proposal(p: DreamProposal) -> ExportedProposal:
 
 
 async def export_document(
-    repo: PortabilityRepository,
+    repo: PortabilityStore,
     *,
     user_id: str | None,
     project_id: str | None,

@@ -18,14 +18,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from app.context import RequestContext
 from app.db.models import DreamProposal, Memory
 from app.lib.redaction import redact, redact_value
-from app.memory.context import MemoryDeps
-from app.memory.repository import Access
 from app.memory.retire import retire
 from app.memory.slots import content_hash, normalise_subject
 from app.portability.document import ExportDocument, ExportedEvent, ExportedMemory, check_document
-from app.portability.repository import PortabilityRepository
+from app.store.access import Access
+from app.store.events import NewEvent
+from app.store.portability import PortabilityStore
 from app.vocabulary import LIVE_STATUSES, EventKind, SupersedeRule, is_protected
 
 Progress = Callable[[int], object]
@@ -94,31 +95,30 @@ def _text(value: str | None) -> str | None:
 class Importer:
     """Imports one document with the tenant's repository, embedder and settings."""
 
-    def __init__(self, deps: MemoryDeps, actor: str, progress: Progress | None = None) -> None:
-        self.deps = deps
-        self.memories = deps.repo
-        self.repo = PortabilityRepository(deps.repo.session, deps.repo.tenant)
-        self.actor = actor
+    def __init__(self, ctx: RequestContext, progress: Progress | None = None) -> None:
+        self.ctx = ctx
+        self.repo = PortabilityStore(ctx.session, ctx.tenant)
         self.progress = progress or (lambda _n: None)
+        self._events: list[NewEvent] = []
 
     async def run(self, doc: ExportDocument) -> ImportResult:
-        embedder = self.deps.embedder
+        embedder = self.ctx.embedder
         check_document(
-            doc, max_chars=self.deps.settings.max_content_chars, embed_model=embedder.name, dim=embedder.dim
+            doc, max_chars=self.ctx.settings.max_content_chars, embed_model=embedder.name, dim=embedder.dim
         )
         result = ImportResult()
         plan = await self._plan([self._prepare(m) for m in doc.memories], result)
         self.progress(len(plan.dropped))
         await self._embed_missing(plan.rows)
-        now = self.deps.clock.now()
+        now = self.ctx.clock.now()
         inserted = []
         for row in plan.rows:
             inserted.append(self._insert(row, plan, now))
             self.progress(1)
         result.imported = len(plan.rows)
         result.mismatched = sum(1 for r in plan.rows if r.vector is None)
-        await self.memories.flush()
-        await self.memories.record_access(
+        await self.ctx.store.flush()
+        await self.ctx.store.access.add(
             {
                 row.id: Access(row.doc.access_count, row.doc.last_accessed_at)
                 for row in plan.rows
@@ -126,14 +126,15 @@ class Importer:
             }
         )
         result.superseded = await self._resolve_slots(inserted, now)
-        result.events = await self._events(doc, plan)
+        result.events = await self._copy_events(doc, plan)
         result.proposals = await self._proposals(doc, plan)
-        await self.memories.flush()
+        await self.ctx.store.flush()
+        await self.ctx.store.events.record(*self._events)
         return result
 
     def _prepare(self, m: ExportedMemory) -> _Row:
         content = redact(m.content)
-        current = self.deps.embedder.name
+        current = self.ctx.embedder.name
         if m.embedding is not None and m.embed_model != current:
             return _Row(m, m.id, content.text, content_hash(content.text), None, m.embed_model, False)
         # A vector of the redacted-away text must not survive either: embed the clean text instead.
@@ -176,10 +177,10 @@ class Importer:
 
     async def _embed_missing(self, rows: list[_Row]) -> None:
         pending = [r for r in rows if r.needs_vector]
-        size = self.deps.settings.reembed_batch_size
+        size = self.ctx.settings.reembed_batch_size
         for start in range(0, len(pending), size):
             batch = pending[start : start + size]
-            vectors = await self.deps.embedder.embed([r.content for r in batch])
+            vectors = await self.ctx.embedder.embed([r.content for r in batch])
             for row, vector in zip(batch, vectors, strict=True):
                 row.vector = vector
 
@@ -187,7 +188,7 @@ class Importer:
         m = row.doc
         created = m.created_at or now
         memory = Memory(
-            tenant_id=self.memories.tenant,
+            tenant_id=self.ctx.tenant,
             id=row.id,
             user_id=m.user_id,
             project_id=m.project_id,
@@ -216,17 +217,9 @@ class Importer:
             embedding=row.vector,
             content_hash=row.digest,
         )
-        self.memories.add(memory)
+        self.ctx.store.writes.add(memory)
         details = {"original_id": str(m.id)} if row.id != m.id else {}
-        self.memories.add_event(
-            memory_id=row.id,
-            user_id=m.user_id,
-            project_id=m.project_id,
-            kind=EventKind.IMPORTED,
-            actor=self.actor,
-            reason="imported from an export",
-            details=details,
-        )
+        self._events.append(NewEvent.about(memory, EventKind.IMPORTED, "imported from an export", details))
         return memory
 
     async def _resolve_slots(self, inserted: list[Memory], now: datetime) -> int:
@@ -248,19 +241,18 @@ class Importer:
             for loser in members[1:]:
                 if is_protected(loser.status, loser.type):
                     continue  # never retired without approval; the read-time veto decides
-                retire(
-                    self.memories,
+                event = retire(
                     loser,
                     winner,
                     rule=SupersedeRule.EXACT_SLOT,
                     reason=f"{SupersedeRule.EXACT_SLOT}: an imported memory holds the same slot",
-                    actor=self.actor,
                     now=now,
                 )
+                self._events.append(event)
                 retired += 1
         return retired
 
-    async def _events(self, doc: ExportDocument, plan: _Plan) -> int:
+    async def _copy_events(self, doc: ExportDocument, plan: _Plan) -> int:
         in_doc = {m.id for m in doc.memories}
         orphans = [(e.memory_id, str(e.kind), e.created_at) for e in doc.events if e.memory_id not in in_doc]
         stored = await self.repo.existing_event_keys(orphans)
@@ -275,15 +267,17 @@ class Importer:
         return count
 
     def _add_event(self, e: ExportedEvent, plan: _Plan) -> None:
-        self.memories.add_event(
-            memory_id=plan.map(e.memory_id),
-            user_id=e.user_id,
-            project_id=e.project_id,
-            kind=str(e.kind),
-            actor=e.actor,
-            reason=_text(e.reason),
-            details=plan.remap_json(_json(e.details)),
-            at=e.created_at,
+        self._events.append(
+            NewEvent(
+                memory_id=plan.map(e.memory_id),
+                user_id=e.user_id,
+                project_id=e.project_id,
+                kind=str(e.kind),
+                reason=_text(e.reason),
+                details=plan.remap_json(_json(e.details)),
+                actor=e.actor,
+                at=e.created_at,
+            )
         )
 
     async def _proposals(self, doc: ExportDocument, plan: _Plan) -> int:
@@ -295,7 +289,7 @@ class Importer:
                 if taken[pid] == p.user_id:
                     continue  # the same proposal, imported before
                 pid = uuid.uuid4()
-            self.repo.add(
+            self.ctx.session.add(
                 DreamProposal(
                     tenant_id=self.repo.tenant,
                     id=pid,

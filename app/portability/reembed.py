@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.memory.context import MemoryDeps
-from app.portability.repository import PortabilityRepository
+from app.context import RequestContext
+from app.store.events import NewEvent
+from app.store.portability import PortabilityStore
 from app.vocabulary import EventKind
 
 
@@ -22,40 +23,33 @@ class ReembedResult:
 
 
 class Reembedder:
-    def __init__(self, deps: MemoryDeps, actor: str) -> None:
-        self.deps = deps
-        self.repo = PortabilityRepository(deps.repo.session, deps.repo.tenant)
-        self.actor = actor
+    def __init__(self, ctx: RequestContext) -> None:
+        self.ctx = ctx
+        self.repo = PortabilityStore(ctx.session, ctx.tenant)
 
     async def remaining(self, user_id: str | None) -> int:
-        return await self.repo.count_mismatched(self.deps.embedder.name, user_id)
+        return await self.repo.count_mismatched(self.ctx.embedder.name, user_id)
 
     async def batch(self, user_id: str | None, size: int) -> int:
         """Re-embed up to `size` rows in the current transaction; returns how many."""
-        embedder = self.deps.embedder
+        embedder = self.ctx.embedder
         rows = await self.repo.mismatched_batch(embedder.name, user_id, size)
         if not rows:
             return 0
         vectors = await embedder.embed([m.content for m in rows])
+        events = []
         for memory, vector in zip(rows, vectors, strict=True):
-            previous = memory.embed_model
+            details = {"from": memory.embed_model, "to": embedder.name}
             memory.embedding = vector
             memory.embed_model = embedder.name
-            self.deps.repo.add_event(
-                memory_id=memory.id,
-                user_id=memory.user_id,
-                project_id=memory.project_id,
-                kind=EventKind.REEMBEDDED,
-                actor=self.actor,
-                reason="embed model changed",
-                details={"from": previous, "to": embedder.name},
-            )
-        await self.deps.repo.flush()
+            events.append(NewEvent.about(memory, EventKind.REEMBEDDED, "embed model changed", details))
+        await self.ctx.store.flush()
+        await self.ctx.store.events.record(*events)
         return len(rows)
 
     async def run(self, user_id: str | None, limit: int) -> ReembedResult:
         """Up to `limit` rows in batches of the configured size, all in the caller's transaction."""
-        size = self.deps.settings.reembed_batch_size
+        size = self.ctx.settings.reembed_batch_size
         done = 0
         while done < limit:
             count = await self.batch(user_id, min(size, limit - done))

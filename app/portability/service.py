@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
+from app.context import RequestContext
 from app.lib.errors import ValidationFailed
-from app.memory.context import MemoryDeps
 from app.portability.document import ExportDocument, parse_document
 from app.portability.exporter import export_document
 from app.portability.importer import Importer, ImportResult, Progress
 from app.portability.markdown import render_markdown
 from app.portability.reembed import Reembedder, ReembedResult
-from app.portability.repository import PortabilityRepository
+from app.store.portability import PortabilityStore
 
 MAX_REEMBED = 100_000
 
 
 class PortabilityService:
-    def __init__(self, deps: MemoryDeps, actor: str) -> None:
-        self.deps = deps
-        self.actor = actor
-        self.repo = PortabilityRepository(deps.repo.session, deps.repo.tenant)
+    def __init__(self, ctx: RequestContext) -> None:
+        self.ctx = ctx
+        self.repo = PortabilityStore(ctx.session, ctx.tenant)
 
     async def export(self, user_id: str | None, project_id: str | None = None) -> ExportDocument:
         if project_id is not None and user_id is None:
@@ -27,8 +26,8 @@ class PortabilityService:
             self.repo,
             user_id=user_id,
             project_id=project_id,
-            embed_model=self.deps.embedder.name,
-            now=self.deps.clock.now(),
+            embed_model=self.ctx.embedder.name,
+            now=self.ctx.clock.now(),
         )
 
     async def export_markdown(self, user_id: str | None, project_id: str | None = None) -> str:
@@ -39,9 +38,9 @@ class PortabilityService:
         return await self.import_document(parse_document(raw), progress)
 
     async def import_document(self, doc: ExportDocument, progress: Progress | None = None) -> ImportResult:
-        return await Importer(self.deps, self.actor, progress).run(doc)
+        return await Importer(self.ctx, progress).run(doc)
 
     async def reembed(self, user_id: str | None, limit: int = MAX_REEMBED) -> ReembedResult:
         if not 1 <= limit <= MAX_REEMBED:
             raise ValidationFailed(f"limit must be between 1 and {MAX_REEMBED}")
-        return await Reembedder(self.deps, self.actor).run(user_id, limit)
+        return await Reembedder(self.ctx).run(user_id, limit)

@@ -14,14 +14,12 @@ import uuid
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
-from app.db.models import MemoryEvent
+from app.context import RequestContext
 from app.lib.errors import NotFound, ValidationFailed
 from app.lib.logging import get_logger
-from app.privacy.repository import EraseRepository
-from app.tenancy.types import TenantId
-from app.vocabulary import EventKind
+from app.store.erase import EraseStore
+from app.store.events import NewEvent
+from app.vocabulary import EventKind, Scope
 
 log = get_logger("engram.erase")
 
@@ -41,20 +39,20 @@ class EraseReceipt:
 
 
 class Eraser:
-    def __init__(self, session: AsyncSession, tenant: TenantId, actor: str) -> None:
-        self.repo = EraseRepository(session, tenant)
-        self.tenant = tenant
-        self.actor = actor
+    def __init__(self, ctx: RequestContext) -> None:
+        self.ctx = ctx
+        self.repo = EraseStore(ctx.session, ctx.tenant)
 
     async def erase_user(self, user_id: str, project_id: str | None = None) -> EraseReceipt:
         """Everything of a user, or of one of the user's projects (its global memories stay)."""
         if not user_id.strip():
             raise ValidationFailed("user_id must not be empty")
-        ids = await self.repo.memory_ids(user_id, project_id)
+        scope = Scope.of_user(self.ctx.tenant, user_id, project_id)
+        ids = await self.repo.memory_ids(scope)
         sources = await self.repo.source_message_ids(ids)
-        proposals = await self.repo.delete_proposals(user_id, project_id, ids)
-        events = await self.repo.delete_events(user_id, project_id, ids)
-        messages = await self.repo.delete_messages(user_id, project_id, sources)
+        proposals = await self.repo.delete_proposals(scope, ids)
+        events = await self.repo.delete_events(scope, ids)
+        messages = await self.repo.delete_messages(scope, sources)
         memories = await self.repo.delete_memories(ids)
         usage = await self.repo.delete_usage(user_id) if project_id is None else 0
         receipt = EraseReceipt(user_id, project_id, memories, messages, events, proposals, usage)
@@ -72,22 +70,10 @@ class Eraser:
         if memory is None:
             raise NotFound(f"memory {memory_id} not found")
         user_id, project_id = memory.user_id, memory.project_id
-        proposals = await self.repo.delete_proposals(None, None, [memory_id])
-        events = await self.repo.scrub_events(memory_id)
+        proposals = await self.repo.delete_proposals(None, [memory_id])
+        events = await self.ctx.store.events.scrub(memory_id)
         messages = await self.repo.delete_turns_quoting(memory)
         memories = await self.repo.delete_memories([memory_id])
-        self.repo.add(
-            MemoryEvent(
-                tenant_id=self.tenant,
-                memory_id=memory_id,
-                user_id=user_id,
-                project_id=project_id,
-                kind=EventKind.ERASED,
-                actor=self.actor,
-                reason="erase requested",
-                details={},
-            )
-        )
-        await self.repo.flush()
+        await self.ctx.store.events.record(NewEvent.about(memory, EventKind.ERASED, "erase requested"))
         log.info("erased", scope="memory", memories=memories, events=events, proposals=proposals)
         return EraseReceipt(user_id, project_id, memories, messages, events, proposals, 0)

@@ -12,7 +12,14 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.agent.providers.base import Usage
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What one model call cost, as the provider reported it (or tiktoken counted it)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)

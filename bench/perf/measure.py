@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 import asyncpg
 from pgvector.asyncpg import register_vector
-from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from app.context import RequestContext
 from app.db.session import create_engine, set_tenant
 from app.db.spare import SpareReads
 from app.embeddings.hashing import HashEmbedder
@@ -19,13 +20,13 @@ from app.lib.clock import SystemClock
 from app.lib.heap import tune_for_serving
 from app.lib.settings import Settings
 from app.lib.tokens import TokenCounter
-from app.memory.context import MemoryDeps
 from app.memory.models import RecallInput, RememberInput
-from app.memory.plan import PlanInput, use_hnsw
-from app.memory.reinforcement import Reinforcements
-from app.memory.repository import MemoryRepository, Scope, or_tsquery
 from app.memory.service import MemoryService
+from app.store.access import Reinforcements
+from app.store.candidates import CandidateQuery, RecallStore, or_tsquery
+from app.store.plan import PlanInput, use_hnsw
 from app.tenancy.types import TenantId
+from app.vocabulary import Reach, Scope
 from bench.perf.data import Scope as DataScope
 
 SCOPE = "tenant_id = $1 AND user_id = $2 AND status IN ('active', 'pinned') AND project_id IS NULL"
@@ -91,18 +92,19 @@ class InProcess:
         self.reinforcements = Reinforcements(engine, settings.reinforce_interval_s)
         self.spare = spare
 
-    def _service(self, session: object, tenant: TenantId) -> MemoryService:
-        repo = MemoryRepository(session, tenant)  # type: ignore[arg-type]
-        deps = MemoryDeps(
-            repo,
-            self.embedder,
-            self.settings,
-            self.counter,
-            SystemClock(),
+    def _service(self, session: AsyncSession, tenant: TenantId) -> MemoryService:
+        ctx = RequestContext.build(
+            session,
+            tenant,
+            "bench",
+            embedder=self.embedder,
+            settings=self.settings,
+            clock=SystemClock(),
+            counter=self.counter,
             reinforcements=self.reinforcements,
             spare=self.spare,
         )
-        return MemoryService(deps)
+        return MemoryService(ctx)
 
     async def recall(self, probe: Probe) -> float:
         tenant = TenantId(probe.scope.tenant)
@@ -119,10 +121,9 @@ class InProcess:
         tenant = TenantId(probe.scope.tenant)
         async with self.maker() as session, session.begin():
             await set_tenant(session, tenant)
-            repo = MemoryRepository(session, tenant)
             cap = self.settings.exact_scan_max_rows
-            size, table = await repo.scope_size(
-                Scope(tenant, probe.scope.user_id, None), SystemClock().now(), cap + 1
+            size, table = await RecallStore(session, tenant).scope_size(
+                Scope(tenant, probe.scope.user_id, None, Reach.WITH_GLOBAL), SystemClock().now(), cap + 1
             )
         return use_hnsw(PlanInput(size, table, cap, self.settings.hnsw_min_share))
 
@@ -131,17 +132,17 @@ class InProcess:
         tenant = TenantId(probe.scope.tenant)
         async with self.maker() as session, session.begin():
             await set_tenant(session, tenant)
-            repo = MemoryRepository(session, tenant)
-            scope = Scope(tenant, probe.scope.user_id, None)
-            rows = await repo.candidates(
+            scope = Scope(tenant, probe.scope.user_id, None, Reach.WITH_GLOBAL)
+            query = CandidateQuery(
                 scope,
-                embedding=self.embedder.embed_text(probe.query),
-                embed_model=self.embedder.name,
-                dim=self.embedder.dim,
-                tsquery=or_tsquery(probe.query),
-                k=k,
-                now=SystemClock().now(),
-                use_index=use_index,
+                self.embedder.embed_text(probe.query),
+                self.embedder.name,
+                or_tsquery(probe.query),
+                k,
+                SystemClock().now(),
+            )
+            rows = await RecallStore(session, tenant).candidates(
+                query, dim=self.embedder.dim, use_index=use_index
             )
         ranked = sorted((r for r in rows if r.cosine is not None), key=lambda r: -(r.cosine or 0.0))
         return [r.id for r in ranked[:k]]

@@ -54,6 +54,10 @@ class CachedEmbedder:
     def thresholds(self) -> SupersedeThresholds:
         return self.inner.thresholds
 
+    @property
+    def relevance_floor(self) -> float:
+        return self.inner.relevance_floor
+
     async def _fill(self, texts: Sequence[str]) -> None:
         missing = [t for t in dict.fromkeys(texts) if _key(t) not in self._vectors]
         if missing:

@@ -26,15 +26,14 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from app.context import RequestContext
 from app.db.session import create_engine, set_tenant
 from app.lib.errors import ValidationFailed
 from app.lib.settings import Settings
 from app.lib.tokens import TokenCounter
-from app.memory.context import MemoryDeps
 from app.memory.models import RecallInput, RecallResult, RememberInput
 from app.memory.packing import SkipReason
 from app.memory.recall import MAX_BUDGET
-from app.memory.repository import MemoryRepository
 from app.memory.service import MemoryService
 from app.tenancy import admin
 from app.tenancy.types import TenantId
@@ -128,8 +127,16 @@ class EngramSystem:
 
     def service(self, session: AsyncSession) -> MemoryService:
         assert self.store.tenant is not None
-        repo = MemoryRepository(session, self.store.tenant)
-        return MemoryService(MemoryDeps(repo, self.embedder, self.settings, self.counter, self.clock))
+        ctx = RequestContext.build(
+            session,
+            self.store.tenant,
+            "bench",
+            embedder=self.embedder,
+            settings=self.settings,
+            clock=self.clock,
+            counter=self.counter,
+        )
+        return MemoryService(ctx)
 
     # -- ingestion ---------------------------------------------------------------------------------
     async def ingest(

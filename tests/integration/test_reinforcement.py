@@ -15,7 +15,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.lib.settings import Settings
-from app.memory.reinforcement import Reinforcements
+from app.store.access import Reinforcements
 from app.tenancy.types import TenantId
 from tests.conftest import Api, NewTenant, running_client
 from tests.support.tables import table_rows

@@ -7,17 +7,20 @@ from datetime import UTC, datetime
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
 from app.db.session import set_tenant
-from app.memory.plan import ScopeSizes
-from app.memory.repository import MemoryRepository, Scope
+from app.store.candidates import RecallStore
+from app.store.plan import ScopeSizes
 from app.tenancy.types import TenantId
+from app.vocabulary import Reach, Scope
 from tests.conftest import Api
 
 
 async def _size(engine: AsyncEngine, sizes: ScopeSizes, tenant: TenantId, user: str) -> int:
     async with async_sessionmaker(engine)() as session, session.begin():
         await set_tenant(session, tenant)
-        repo = MemoryRepository(session, tenant)
-        rows, _ = await sizes.size(repo, Scope(tenant, user, None), datetime.now(UTC), 100)
+        store = RecallStore(session, tenant)
+        rows, _ = await sizes.size(
+            store, Scope(tenant, user, None, Reach.WITH_GLOBAL), datetime.now(UTC), 100
+        )
     return rows
 
 

@@ -11,15 +11,14 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from app.context import RequestContext
 from app.db.session import create_engine, set_tenant
 from app.db.spare import SpareReads, checked_out
 from app.embeddings.hashing import HashEmbedder
 from app.lib.clock import SystemClock
 from app.lib.settings import Settings
 from app.lib.tokens import TokenCounter
-from app.memory.context import MemoryDeps
 from app.memory.models import RecallInput, RecallResult, RememberInput
-from app.memory.repository import MemoryRepository
 from app.memory.service import MemoryService
 from app.tenancy.types import TenantId
 from tests.conftest import Api
@@ -69,10 +68,17 @@ def _settings(settings: Settings) -> Settings:
 def _service(
     session: AsyncSession, tenant: TenantId, settings: Settings, spare: SpareReads | None
 ) -> MemoryService:
-    repo = MemoryRepository(session, tenant)
-    return MemoryService(
-        MemoryDeps(repo, HashEmbedder(), _settings(settings), TokenCounter(), SystemClock(), spare=spare)
+    ctx = RequestContext.build(
+        session,
+        tenant,
+        "test",
+        embedder=HashEmbedder(),
+        settings=_settings(settings),
+        clock=SystemClock(),
+        counter=TokenCounter(),
+        spare=spare,
     )
+    return MemoryService(ctx)
 
 
 async def _recall(

@@ -13,8 +13,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 from app.db.session import set_tenant
 from app.embeddings.hashing import HashEmbedder
 from app.lib.settings import Settings
-from app.memory.repository import MemoryRepository, Scope, or_tsquery
+from app.store.candidates import CandidateQuery, RecallStore, or_tsquery
 from app.tenancy.types import TenantId
+from app.vocabulary import Reach, Scope
 from tests.conftest import Api, NewTenant, running_client
 
 
@@ -74,16 +75,15 @@ async def test_the_text_half_reads_the_covering_index(
         await set_tenant(session, tenant)
         await session.execute(text("SET LOCAL enable_seqscan = off"))
         await session.execute(text("SET LOCAL enable_bitmapscan = off"))
-        rows = await MemoryRepository(session, tenant).candidates(
-            Scope(tenant, "u", None),
-            embedding=embedder.embed_text("kafka consumer"),
-            embed_model=embedder.name,
-            dim=embedder.dim,
-            tsquery=or_tsquery("kafka consumer"),
-            k=5,
-            now=datetime.now(UTC),
-            use_index=False,
+        query = CandidateQuery(
+            Scope(tenant, "u", None, Reach.WITH_GLOBAL),
+            embedder.embed_text("kafka consumer"),
+            embedder.name,
+            or_tsquery("kafka consumer"),
+            5,
+            datetime.now(UTC),
         )
+        rows = await RecallStore(session, tenant).candidates(query, dim=embedder.dim, use_index=False)
         scans = await session.scalar(
             text("SELECT pg_stat_get_xact_numscans('ix_memories_scope_text'::regclass)")
         )

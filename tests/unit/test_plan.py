@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.memory.plan import PlanInput, use_hnsw
+from app.store.plan import PlanInput, use_hnsw
 
 
 @pytest.mark.parametrize(

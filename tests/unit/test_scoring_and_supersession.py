@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from app.lib.ranking import RankingPolicy
 from app.lib.settings import DEFAULT_HALF_LIVES, DEFAULT_TYPE_PRIORS, ScoringWeights
 from app.memory.scoring import ScoreInput, decay, keyword_score, score
 from app.memory.slots import content_hash, normalise_subject
@@ -34,11 +35,13 @@ def scored(**overrides: object) -> float:
     return score(
         ScoreInput(**base),  # type: ignore[arg-type]
         now=NOW,
-        weights=ScoringWeights(),
-        half_lives=DEFAULT_HALF_LIVES,
-        type_priors=DEFAULT_TYPE_PRIORS,
-        recency_half_life_days=30,
-        keyword_saturation=0.1,
+        policy=RankingPolicy(
+            weights=ScoringWeights(),
+            half_lives=DEFAULT_HALF_LIVES,
+            type_priors=DEFAULT_TYPE_PRIORS,
+            recency_half_life_days=30,
+            keyword_saturation=0.1,
+        ),
         project_id="p",
     ).score
 

@@ -6,6 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from app.usage.meter import Usage
+
+__all__ = ["ChatProvider", "ChatTurn", "Message", "ProviderError", "Tool", "ToolCall", "Usage"]
+
 Message = dict[str, Any]  # an OpenAI chat message: {"role", "content", "tool_calls"?, "tool_call_id"?}
 Tool = dict[
     str, Any
@@ -21,19 +25,12 @@ class ToolCall:
 
 
 @dataclass(frozen=True, slots=True)
-class Usage:
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
-
-
-@dataclass(frozen=True, slots=True)
 class ChatTurn:
     """One model response: text and/or tool calls, with what it cost."""
 
     content: str | None
     tool_calls: list[ToolCall] = field(default_factory=list)
-    usage: Usage = Usage()
+    usage: Usage = field(default_factory=Usage)
     model: str = ""
     latency_ms: float = 0.0
 

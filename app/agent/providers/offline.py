@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from app.agent.catalogue import CATALOGUE, Arguments, ForgetArgs, RecallArgs, RememberArgs
 from app.agent.providers.base import ChatTurn, Message, Tool, ToolCall, Usage
 from app.language.analysis import Analysis, analyse
 from app.lib.tokens import TokenCounter
@@ -19,29 +20,25 @@ from app.lib.tokens import TokenCounter
 OFFLINE_MODEL = "engram-offline-1"
 
 
-def _call(index: int, name: str, arguments: dict[str, Any]) -> ToolCall:
-    raw = json.dumps(arguments, ensure_ascii=False)
-    return ToolCall(id=f"call_{index}", name=name, arguments=arguments, raw_arguments=raw)
-
-
 def plan_tool_calls(analysis: Analysis) -> list[ToolCall]:
-    """Forget first (so a correction in the same message survives), then remember, then recall."""
-    calls: list[ToolCall] = []
-    for forget in analysis.forgets:
-        args: dict[str, Any] = {"description": forget.description}
-        if forget.subject:
-            args["subject"] = forget.subject
-        calls.append(_call(len(calls), "forget", args))
-    for fact in analysis.facts:
-        args = {"content": fact.content, "type": fact.type, "importance": fact.importance}
-        if fact.subject:
-            args["subject"] = fact.subject
-        if fact.is_correction and fact.previous_value:
-            args["replaces"] = fact.previous_value
-        calls.append(_call(len(calls), "remember", args))
+    """Forget first (so a correction in the same message survives), then remember, then recall; each
+    call written with its tool's argument struct from the catalogue."""
+    planned: list[Arguments] = [
+        ForgetArgs(description=f.description, subject=f.subject) for f in analysis.forgets
+    ]
+    planned += [
+        RememberArgs(
+            content=fact.content,
+            type=fact.type,
+            importance=fact.importance,
+            subject=fact.subject,
+            replaces=fact.previous_value if fact.is_correction else None,
+        )
+        for fact in analysis.facts
+    ]
     if analysis.question:
-        calls.append(_call(len(calls), "recall", {"query": analysis.question}))
-    return calls
+        planned.append(RecallArgs(query=analysis.question))
+    return [CATALOGUE.call(f"call_{index}", args) for index, args in enumerate(planned)]
 
 
 def _tool_results(messages: Sequence[Message]) -> list[dict[str, Any]]:

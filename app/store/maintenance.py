@@ -1,22 +1,50 @@
-"""SQL of the lifecycle sweep (one tenant per transaction; the caller has set the tenant context)."""
+"""The lifecycle sweep's SQL (one tenant per transaction; the caller has set the tenant context), and
+what it reads of a memory."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Memory
-from app.memory.lifecycle import SweepAction, SweepCandidate, SweepPolicy
+from app.store.sql import PROTECTED_SQL
 from app.tenancy.types import TenantId
 from app.vocabulary import LIVE_STATUSES, MemoryStatus, MemoryType
 
 
-class MaintenanceRepository:
+class SweepAction(StrEnum):
+    EXPIRE = "expire"
+    ARCHIVE = "archive"
+
+
+@dataclass(frozen=True, slots=True)
+class SweepPolicy:
+    archive_after_days: float  # 0 disables archival
+    archive_importance_below: float
+
+
+@dataclass(frozen=True, slots=True)
+class SweepCandidate:
+    """What the sweep knows about one memory (no content: the sweep never needs it)."""
+
+    id: uuid.UUID
+    user_id: str
+    project_id: str | None
+    status: MemoryStatus
+    type: MemoryType
+    importance: float
+    expires_at: datetime | None
+    last_used: datetime  # last_accessed_at, else created_at
+
+
+class MaintenanceStore:
     def __init__(self, session: AsyncSession, tenant: TenantId) -> None:
         self.session = session
         self.tenant = tenant
@@ -41,8 +69,7 @@ class MaintenanceRepository:
             conditions += [Memory.expires_at.is_not(None), Memory.expires_at <= now]
         elif policy.archive_after_days > 0:
             conditions += [
-                Memory.status == MemoryStatus.ACTIVE,
-                Memory.type != MemoryType.CRITICAL_RULE,
+                text(f"NOT {PROTECTED_SQL}"),
                 last_used <= now - timedelta(days=policy.archive_after_days),
                 Memory.importance < policy.archive_importance_below,
             ]

@@ -18,7 +18,8 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 
-from app.memory.repository import MemoryRepository, Scope
+from app.store.candidates import RecallStore
+from app.vocabulary import Scope
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,26 +44,26 @@ class ScopeSizes:
 
     def __init__(self, *, remember_from: int = 1_000, ttl_seconds: float = 60.0, capacity: int = 10_000):
         self.remember_from, self.ttl, self.capacity = remember_from, ttl_seconds, capacity
-        self._sizes: dict[tuple[str, str, str | None, int], tuple[float, int, float]] = {}
+        self._sizes: dict[tuple[str, str, str | None, str, int], tuple[float, int, float]] = {}
 
     async def plan(
-        self, repo: MemoryRepository, scope: Scope, now: datetime, exact_max: int, min_share: float
+        self, store: RecallStore, scope: Scope, now: datetime, exact_max: int, min_share: float
     ) -> tuple[bool, int]:
         """(whether HNSW should answer, live rows counted). The count stops past `exact_max`, or past the
         share of the table when that is larger, so both tests of `use_hnsw` see a true figure (1M rows, a
         60k-row scope counted to 5,001 looked like 0.5% of the table and got the exact scan, 3x slower)."""
-        size, table = await self.size(repo, scope, now, exact_max + 1)
+        size, table = await self.size(store, scope, now, exact_max + 1)
         if size > exact_max and table * min_share > size:
-            size, table = await self.size(repo, scope, now, int(table * min_share) + 1)
+            size, table = await self.size(store, scope, now, int(table * min_share) + 1)
         return use_hnsw(PlanInput(size, table, exact_max, min_share)), size
 
-    async def size(self, repo: MemoryRepository, scope: Scope, now: datetime, cap: int) -> tuple[int, float]:
+    async def size(self, store: RecallStore, scope: Scope, now: datetime, cap: int) -> tuple[int, float]:
         """(live rows in scope counted up to `cap`, the table's estimated rows), counted or remembered."""
-        key = (str(scope.tenant), scope.user_id, scope.project_id, cap)
+        key = (str(scope.tenant), scope.user_id, scope.project_id, scope.reach, cap)
         known = self._sizes.get(key)
         if known is not None and time.monotonic() - known[0] < self.ttl:
             return known[1], known[2]
-        rows, table = await repo.scope_size(scope, now, cap)
+        rows, table = await store.scope_size(scope, now, cap)
         if rows >= self.remember_from:
             if len(self._sizes) >= self.capacity:
                 self._sizes.clear()

@@ -14,8 +14,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import undefer
 
 from app.db.models import DreamProposal, Memory, MemoryEvent
+from app.store.scope import scope_clause
 from app.tenancy.types import TenantId
-from app.vocabulary import LIVE_STATUSES
+from app.vocabulary import LIVE_STATUSES, Scope
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,18 +29,17 @@ class ExistingMemory:
     content_hash: str
 
 
-class PortabilityRepository:
+class PortabilityStore:
     def __init__(self, session: AsyncSession, tenant: TenantId) -> None:
         self.session = session
         self.tenant = tenant
 
     def _scope(self, model: Any, user_id: str | None, project_id: str | None) -> list[Any]:
-        conditions: list[Any] = [model.tenant_id == self.tenant]
-        if user_id is not None:
-            conditions.append(model.user_id == user_id)
-        if project_id is not None:
-            conditions.append(model.project_id == project_id)
-        return conditions
+        """The whole tenant, or one user's rows (of one project when given)."""
+        if user_id is None:
+            return [model.tenant_id == self.tenant]
+        scope = Scope.of_user(self.tenant, user_id, project_id)
+        return [scope_clause(scope, table=model.__tablename__)]
 
     # -- export ------------------------------------------------------------------------------------
     async def memories(self, user_id: str | None, project_id: str | None) -> list[Memory]:
@@ -129,9 +129,6 @@ class PortabilityRepository:
             .with_for_update()
         )
         return list((await self.session.scalars(query)).all())
-
-    def add(self, row: object) -> None:
-        self.session.add(row)
 
     # -- re-embed ----------------------------------------------------------------------------------
     def _mismatched(self, embed_model: str, user_id: str | None) -> list[Any]:

@@ -6,36 +6,31 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import any_, delete, func, literal, or_, select, update
+from sqlalchemy import and_, delete, func, literal, or_, select, update
 from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import DreamProposal, Memory, MemoryEvent, Message, UsageEvent
+from app.store.scope import scope_clause
+from app.store.sql import any_id
 from app.tenancy.types import TenantId
+from app.vocabulary import Scope
 
 MIN_QUOTE_CHARS = 16
-
-
-def _any(ids: Sequence[uuid.UUID]) -> Any:
-    """`= ANY($1::uuid[])`: one parameter however many ids (asyncpg allows 32,767 per statement)."""
-    return any_(literal(list(ids), ARRAY(UUID(as_uuid=True))))
 
 
 def _count(result: Any) -> int:
     return int(getattr(result, "rowcount", 0) or 0)
 
 
-class EraseRepository:
+class EraseStore:
     def __init__(self, session: AsyncSession, tenant: TenantId) -> None:
         self.session = session
         self.tenant = tenant
 
-    async def memory_ids(self, user_id: str, project_id: str | None) -> list[uuid.UUID]:
+    async def memory_ids(self, scope: Scope) -> list[uuid.UUID]:
         """The scope's memories, locked so a concurrent change cannot slip past the erase."""
-        conditions = [Memory.tenant_id == self.tenant, Memory.user_id == user_id]
-        if project_id is not None:
-            conditions.append(Memory.project_id == project_id)
-        query = select(Memory.id).where(*conditions).with_for_update()
+        query = select(Memory.id).where(scope_clause(scope)).with_for_update()
         return list((await self.session.scalars(query)).all())
 
     async def lock_memory(self, memory_id: uuid.UUID) -> Memory | None:
@@ -47,16 +42,10 @@ class EraseRepository:
             self.session.expunge(memory)  # deleted below with a statement, not through the session
         return memory
 
-    def add(self, row: object) -> None:
-        self.session.add(row)
-
-    async def flush(self) -> None:
-        await self.session.flush()
-
     async def source_message_ids(self, memory_ids: Sequence[uuid.UUID]) -> list[uuid.UUID]:
         query = select(Memory.source_message_id).where(
             Memory.tenant_id == self.tenant,
-            Memory.id == _any(memory_ids),
+            Memory.id == any_id(memory_ids),
             Memory.source_message_id.is_not(None),
         )
         return [m for m in (await self.session.scalars(query)).all() if m is not None]
@@ -69,63 +58,44 @@ class EraseRepository:
         for column in (Memory.supersedes, Memory.superseded_by):
             await self.session.execute(
                 update(Memory)
-                .where(Memory.tenant_id == self.tenant, column == _any(listed))
+                .where(Memory.tenant_id == self.tenant, column == any_id(listed))
                 .values({column: None})
                 .execution_options(synchronize_session=False)
             )
         result = await self.session.execute(
             delete(Memory)
-            .where(Memory.tenant_id == self.tenant, Memory.id == _any(listed))
+            .where(Memory.tenant_id == self.tenant, Memory.id == any_id(listed))
             .execution_options(synchronize_session=False)
         )
         return _count(result)
 
-    async def delete_events(self, user_id: str, project_id: str | None, ids: Sequence[uuid.UUID]) -> int:
-        scope: Any = MemoryEvent.user_id == user_id
-        if project_id is not None:
-            scope = scope & or_(MemoryEvent.project_id == project_id, MemoryEvent.memory_id == _any(ids))
-        result = await self.session.execute(
-            delete(MemoryEvent).where(MemoryEvent.tenant_id == self.tenant, scope)
-        )
-        return _count(result)
+    async def delete_events(self, scope: Scope, ids: Sequence[uuid.UUID]) -> int:
+        """The scope's events, and in a project also those of its erased memories."""
+        user = Scope.of_user(scope.tenant, scope.user_id, None)
+        condition: Any = scope_clause(user, table="memory_events")
+        if scope.project_id is not None:
+            condition = and_(
+                condition,
+                or_(MemoryEvent.project_id == scope.project_id, MemoryEvent.memory_id == any_id(ids)),
+            )
+        return _count(await self.session.execute(delete(MemoryEvent).where(condition)))
 
-    async def scrub_events(self, memory_id: uuid.UUID) -> int:
-        """Keep the trail of one erased memory (kind, actor, time) but not what it said."""
-        result = await self.session.execute(
-            update(MemoryEvent)
-            .where(MemoryEvent.tenant_id == self.tenant, MemoryEvent.memory_id == memory_id)
-            .values(details={}, reason=None)
-        )
-        return _count(result)
-
-    async def delete_proposals(
-        self, user_id: str | None, project_id: str | None, ids: Sequence[uuid.UUID]
-    ) -> int:
+    async def delete_proposals(self, scope: Scope | None, ids: Sequence[uuid.UUID]) -> int:
         """Proposals of the scope, and any proposal naming an erased memory (its payload may quote it)."""
         names_one = DreamProposal.target_ids.op("&&")(literal(list(ids), ARRAY(UUID(as_uuid=True))))
         conditions: list[Any] = [names_one]
-        if user_id is not None:
-            in_scope: Any = DreamProposal.user_id == user_id
-            if project_id is not None:
-                in_scope = in_scope & (DreamProposal.project_id == project_id)
-            conditions.append(in_scope)
+        if scope is not None:
+            conditions.append(scope_clause(scope, table="dream_proposals"))
         result = await self.session.execute(
             delete(DreamProposal).where(DreamProposal.tenant_id == self.tenant, or_(*conditions))
         )
         return _count(result)
 
-    async def delete_messages(
-        self, user_id: str | None, project_id: str | None, ids: Sequence[uuid.UUID] = ()
-    ) -> int:
-        """Conversation turns of the scope, or the given ones (the source of an erased memory)."""
-        conditions: list[Any] = []
-        if user_id is not None:
-            in_scope: Any = Message.user_id == user_id
-            if project_id is not None:
-                in_scope = in_scope & (Message.project_id == project_id)
-            conditions.append(in_scope)
+    async def delete_messages(self, scope: Scope, ids: Sequence[uuid.UUID] = ()) -> int:
+        """Conversation turns of the scope, and the given ones (the source of an erased memory)."""
+        conditions: list[Any] = [scope_clause(scope, table="messages")]
         if ids:
-            conditions.append(Message.id == _any(ids))
+            conditions.append(Message.id == any_id(ids))
         return await self._delete_turns(conditions)
 
     async def _delete_turns(self, conditions: list[Any]) -> int:
@@ -142,7 +112,7 @@ class EraseRepository:
         if deleted:
             await self.session.execute(
                 update(Memory)
-                .where(Memory.tenant_id == self.tenant, Memory.source_message_id == _any(deleted))
+                .where(Memory.tenant_id == self.tenant, Memory.source_message_id == any_id(deleted))
                 .values(source_message_id=None)
                 .execution_options(synchronize_session=False)
             )

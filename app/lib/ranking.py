@@ -1,0 +1,46 @@
+"""The ranking policy: every knob of recall's scoring in one object, built once from the settings.
+
+To change how recall ranks, change a setting (`ENGRAM_WEIGHT_*`, `ENGRAM_KEYWORD_SATURATION`, ...) or
+the defaults here and in `app/lib/settings.py`; `app/memory/scoring.py` applies the policy. The
+relevance floor and the supersede/review thresholds belong to the embedder (`Embedder.relevance_floor`,
+`Embedder.thresholds`); a configured `ENGRAM_MIN_RELEVANCE` overrides the floor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from app.lib.settings import ScoringWeights, Settings
+
+# A recall that asks for a type (`prefer_type`) adds this to the score of memories of that type.
+PREFER_TYPE_BONUS = 0.10
+
+
+@dataclass(frozen=True, slots=True)
+class RankingPolicy:
+    weights: ScoringWeights
+    type_priors: dict[str, float] = field(default_factory=dict)
+    half_lives: dict[str, float | None] = field(default_factory=dict)  # days; None: never decays
+    recency_half_life_days: float = 30.0
+    keyword_saturation: float = 0.1
+    prefer_type_bonus: float = PREFER_TYPE_BONUS
+    min_relevance: float | None = None  # None: the embedder's floor
+    candidate_k: int = 50  # per half: top-k by cosine, top-k by keywords
+    keyword_max_matches: int = 1000  # full-text matches ranked per recall (bounds broad OR queries)
+
+    @classmethod
+    def of(cls, settings: Settings) -> RankingPolicy:
+        return cls(
+            weights=settings.weights,
+            type_priors=dict(settings.type_priors),
+            half_lives=dict(settings.half_lives),
+            recency_half_life_days=settings.recency_half_life_days,
+            keyword_saturation=settings.keyword_saturation,
+            min_relevance=settings.min_relevance,
+            candidate_k=settings.candidate_k,
+            keyword_max_matches=settings.keyword_max_matches,
+        )
+
+    def floor(self, embedder_floor: float) -> float:
+        """The minimum relevance a recall applies when the request names none."""
+        return self.min_relevance if self.min_relevance is not None else embedder_floor

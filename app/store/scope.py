@@ -1,0 +1,61 @@
+"""What a scope of memories includes, defined once, as SQL over a tenant table.
+
+Every statement that asks about a scope (recall's candidates, the write path's lookups, lists, dreams,
+exports, erases) takes its filter from `scope_sql`, whether it is hand-written SQL (recall, tuned to its
+indexes) or an ORM query (`scope_clause`). The named parameters are `:tenant`, `:user_id`,
+`:project_id` and `:now` (`scope_params`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import TextClause, text
+
+from app.vocabulary import LIVE_STATUSES, Reach, Scope
+
+_LIVE = "({t}.status IN (" + ", ".join(f"'{s}'" for s in LIVE_STATUSES) + "))"
+
+
+def scope_sql(scope: Scope, *, table: str = "memories", live: bool = False, unexpired: bool = False) -> str:
+    """The scope's rows of `table` (which has tenant_id, user_id, project_id); `live`: active or pinned
+    memories only; `unexpired`: not past `expires_at` at `:now`."""
+    t = table
+    parts = [f"{t}.tenant_id = :tenant", f"{t}.user_id = :user_id"]
+    if scope.reach is Reach.WITH_GLOBAL:
+        parts.append(f"({t}.project_id IS NULL OR {t}.project_id = :project_id)")
+    elif scope.reach is Reach.ONLY or scope.project_id is not None:
+        parts.append(
+            f"{t}.project_id IS NULL" if scope.project_id is None else f"{t}.project_id = :project_id"
+        )
+    if live:
+        parts.append(_LIVE.format(t=t))
+    if unexpired:
+        parts.append(f"({t}.expires_at IS NULL OR {t}.expires_at > :now)")
+    return " AND ".join(parts)
+
+
+def scope_params(scope: Scope, now: datetime | None = None) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "tenant": scope.tenant,
+        "user_id": scope.user_id,
+        "project_id": scope.project_id,
+    }
+    if now is not None:
+        params["now"] = now
+    return params
+
+
+def scope_clause(
+    scope: Scope,
+    *,
+    table: str = "memories",
+    live: bool = False,
+    now: datetime | None = None,
+) -> TextClause:
+    """`scope_sql` with its values bound, for an ORM statement's WHERE (`unexpired` when `now` is given)."""
+    sql = scope_sql(scope, table=table, live=live, unexpired=now is not None)
+    params = scope_params(scope, now)
+    used = {name: value for name, value in params.items() if f":{name}" in sql}
+    return text(sql).bindparams(**used)

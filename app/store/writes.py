@@ -1,0 +1,160 @@
+"""The write path's questions, each asked for a whole write (one item or a batch) in one statement: the
+advisory locks of its slots, each slot's current memory, the live memories with its content hashes, and
+each item's nearest live memory of the same type. Scopes here are one project exactly (`Reach.ONLY`):
+a slot lives in one project."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Float, Integer, column, select, text, tuple_
+from sqlalchemy.dialects.postgresql import distinct_on
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.db.models import Memory
+from app.store.scope import scope_clause, scope_params, scope_sql
+from app.store.sql import (
+    ACCESS_JOIN,
+    MEMORY_ATTRIBUTES,
+    MEMORY_SQL,
+    model_literal,
+    use_hnsw_scan,
+    vector_literal,
+)
+from app.tenancy.types import TenantId
+from app.vocabulary import MemoryType, Scope
+
+
+@dataclass(frozen=True, slots=True)
+class NearestQuery:
+    """Which live memory of `type` is closest to `vector`; a memory in another named slot than `subject`
+    is a different attribute, never a match."""
+
+    type: MemoryType
+    subject: str | None
+    vector: Sequence[float]
+
+
+def _ilike_contains(value: str) -> str:
+    return "%" + value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+class WriteStore:
+    """Locks and lookups of the write path for one tenant."""
+
+    def __init__(self, session: AsyncSession, tenant: TenantId) -> None:
+        self.session = session
+        self.tenant = tenant
+
+    def add(self, memory: Memory) -> None:
+        self.session.add(memory)
+
+    async def lock(self, keys: Sequence[str]) -> None:
+        """Serialise writers on each key until this transaction ends, taken in the given order in one
+        statement (callers sort the keys, so two writes can never deadlock)."""
+        await self.session.execute(
+            text(
+                "SELECT count(pg_advisory_xact_lock(hashtextextended(k, 0))) "
+                "FROM unnest(CAST(:keys AS text[])) WITH ORDINALITY AS t(k, n)"
+            ),
+            {"keys": list(keys)},
+        )
+
+    async def slot_currents(self, scope: Scope, slots: Sequence[tuple[str, str]]) -> list[Memory]:
+        """The newest live memory of every (subject, type) of `slots`."""
+        query = (
+            select(Memory)
+            .where(scope_clause(scope, live=True), tuple_(Memory.subject, Memory.type).in_(list(slots)))
+            .order_by(Memory.subject, Memory.type, Memory.valid_from.desc())
+            .ext(distinct_on(Memory.subject, Memory.type))
+        )
+        return list((await self.session.scalars(query)).all())
+
+    async def live_with_hashes(self, scope: Scope, digests: Sequence[str]) -> list[Memory]:
+        query = select(Memory).where(scope_clause(scope, live=True), Memory.content_hash.in_(list(digests)))
+        return list((await self.session.scalars(query)).all())
+
+    async def nearest(
+        self,
+        scope: Scope,
+        queries: Sequence[NearestQuery],
+        embed_model: str,
+        *,
+        index_dim: int | None = None,
+        ef_search: int = 100,
+    ) -> list[tuple[Memory, float] | None]:
+        """Each query's nearest live memory and its cosine, in one statement: an exact scan per query, or
+        with `index_dim` the per-model HNSW index (large scopes)."""
+        if not queries:
+            return []
+        if index_dim is None:
+            vector_type, embedding, model_filter = "vector", "embedding", "embed_model = :embed_model"
+        else:
+            dim = int(index_dim)
+            # The indexed expression, and the model as a literal, so the partial index matches.
+            vector_type, embedding = f"vector({dim})", f"embedding::vector({dim})"
+            model_filter = f"embed_model = {model_literal(embed_model)}"
+            await use_hnsw_scan(self.session, ef_search)
+        sql = text(
+            f"""WITH q AS MATERIALIZED (
+                    SELECT ord, mtype, subject, CAST(vec AS {vector_type}) AS vec
+                    FROM unnest(CAST(:ords AS int[]), CAST(:types AS text[]), CAST(:subjects AS text[]),
+                                CAST(:vecs AS text[])) AS t(ord, mtype, subject, vec))
+                SELECT {MEMORY_SQL}, q.ord AS ord, 1 - nn.distance AS cosine
+                FROM q CROSS JOIN LATERAL (
+                    SELECT id, {embedding} <=> q.vec AS distance FROM memories
+                    WHERE {scope_sql(scope, live=True)} AND type = q.mtype AND {model_filter}
+                      AND embedding IS NOT NULL
+                      AND (q.subject IS NULL OR subject IS NULL OR subject = q.subject)
+                    ORDER BY distance LIMIT 1) nn
+                JOIN memories m ON m.tenant_id = :tenant AND m.id = nn.id {ACCESS_JOIN}"""
+        ).columns(*MEMORY_ATTRIBUTES, column("ord", Integer), column("cosine", Float))
+        params = {
+            **scope_params(scope),
+            "embed_model": embed_model,
+            "ords": list(range(len(queries))),
+            "types": [str(q.type) for q in queries],
+            "subjects": [q.subject for q in queries],
+            "vecs": [vector_literal(q.vector) for q in queries],
+        }
+        query = select(Memory, sql.selected_columns.ord, sql.selected_columns.cosine).from_statement(sql)
+        found: list[tuple[Memory, float] | None] = [None] * len(queries)
+        for memory, ord_, cosine in (await self.session.execute(query, params)).all():
+            if cosine is not None:
+                found[ord_] = (memory, float(cosine))
+        return found
+
+    async def slotted_mentioning(
+        self, scope: Scope, mtype: MemoryType, value: str, limit: int = 5
+    ) -> list[Memory]:
+        """Live memories of one type with a slot whose content contains `value`, newest first."""
+        query = (
+            select(Memory)
+            .where(
+                scope_clause(scope, live=True),
+                Memory.type == mtype,
+                Memory.subject.is_not(None),
+                Memory.content.ilike(_ilike_contains(value), escape="\\"),
+            )
+            .order_by(Memory.valid_from.desc())
+            .limit(limit)
+        )
+        return list((await self.session.scalars(query)).all())
+
+    async def live_mentioning(
+        self, scope: Scope, value: str, *, exclude: uuid.UUID, limit: int = 5
+    ) -> list[Memory]:
+        """Live memories of the scope whose content contains `value`, newest first."""
+        query = (
+            select(Memory)
+            .where(
+                scope_clause(scope, live=True),
+                Memory.id != exclude,
+                Memory.content.ilike(_ilike_contains(value), escape="\\"),
+            )
+            .order_by(Memory.valid_from.desc())
+            .limit(limit)
+        )
+        return list((await self.session.scalars(query)).all())
