@@ -30,9 +30,15 @@ class MemoryType(StrEnum):
     TEMPORARY = "temporary"
 
     @classmethod
+    def of(cls, value: object) -> MemoryType | None:
+        """The type `value` names, or None: the one check for types that arrive as untrusted text (a
+        model's answer, a stored payload) rather than through a typed field."""
+        return cls(value) if isinstance(value, str) and value in cls._value2member_map_ else None
+
+    @classmethod
     def or_fact(cls, value: str) -> MemoryType:
         """A model's type, clamped: an invented one becomes a fact rather than losing the memory."""
-        return cls(value) if value in cls._value2member_map_ else cls.FACT
+        return cls.of(value) or cls.FACT
 
 
 class MemoryStatus(StrEnum):

@@ -229,7 +229,7 @@ async def _remember(env: ToolEnv, calls: list[RememberArgs]) -> list[ToolResult]
 async def _recall(env: ToolEnv, calls: list[RecallArgs]) -> list[ToolResult]:
     async def one(args: RecallArgs) -> ToolResult:
         scope = env.scope
-        types = [MemoryType(t) for t in args.types if t in TYPES] if args.types else None
+        types = [t for t in map(MemoryType.of, args.types or []) if t is not None]
         result = await env.memory.recall(
             RecallInput(
                 user_id=scope.user_id,

@@ -9,7 +9,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Message
 from app.lib.redaction import redact
+from app.store.scope import scope_clause
 from app.tenancy.types import TenantId
+from app.vocabulary import Scope
 
 
 class MessageRepository:
@@ -46,8 +48,7 @@ class MessageRepository:
         query = (
             select(Message)
             .where(
-                Message.tenant_id == self.tenant,
-                Message.user_id == user_id,
+                scope_clause(Scope.of_user(self.tenant, user_id, None), table="messages"),
                 Message.session_id == session_id,
                 Message.role.in_(("user", "assistant")),
             )

@@ -18,8 +18,8 @@ from app.lib.errors import ServiceUnavailable, ValidationFailed
 from app.lib.redaction import redact
 from app.memory.models import RecallInput, RecallResult, RememberInput
 from app.memory.service import MemoryService
+from app.store.usage import UsageRepository
 from app.usage.meter import UsageMeter, metering
-from app.usage.repository import UsageRepository
 from app.vocabulary import Source
 
 

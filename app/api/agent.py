@@ -17,7 +17,7 @@ from app.api.convert import recall_out
 from app.api.guards import require_bearer
 from app.api.schemas import NO_NUL, Ident, MemoryOut, Strict, Text, TraceOut
 from app.lib.validation import check_time
-from app.usage.repository import UsageRepository
+from app.store.usage import UsageRepository
 
 MaybeIdent = Annotated[str | None, QueryParameter(max_length=200, pattern=NO_NUL)]
 MaybeTime = Annotated[datetime | None, QueryParameter()]

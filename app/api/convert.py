@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from app.api.schemas import (
     EventOut,
     HistoryOut,
@@ -21,24 +23,8 @@ from app.vocabulary import Source
 
 
 def remember_input(body: MemoryIn, source: Source = Source.API) -> RememberInput:
-    return RememberInput(
-        user_id=body.user_id,
-        content=body.content,
-        type=body.type,
-        subject=body.subject,
-        project_id=body.project_id,
-        session_id=body.session_id,
-        importance=body.importance,
-        confidence=body.confidence,
-        privacy=body.privacy,
-        tags=list(body.tags),
-        expires_at=body.expires_at,
-        ttl_seconds=body.ttl_seconds,
-        pinned=body.pinned,
-        observed_at=body.observed_at,
-        summary=body.summary,
-        source=source,
-    )
+    """The body's fields are the input's, by name."""
+    return RememberInput(**msgspec.structs.asdict(body), source=source)
 
 
 def remember_out(result: RememberResult) -> RememberOut:
@@ -52,17 +38,8 @@ def remember_out(result: RememberResult) -> RememberOut:
 
 
 def recall_input(body: RecallIn) -> RecallInput:
-    return RecallInput(
-        user_id=body.user_id,
-        query=body.query,
-        project_id=body.project_id,
-        token_budget=body.token_budget,
-        types=body.types,
-        prefer_type=body.prefer_type,
-        min_relevance=body.min_relevance,
-        include_sensitive=body.include_sensitive,
-        explain=body.explain,
-    )
+    """The body's fields are the input's, by name."""
+    return RecallInput(**msgspec.structs.asdict(body))
 
 
 def recall_out(result: RecallResult, explain: bool) -> RecallOut:
@@ -97,17 +74,7 @@ def recall_out(result: RecallResult, explain: bool) -> RecallOut:
 
 
 def event_out(event: MemoryEvent) -> EventOut:
-    return EventOut(
-        id=event.id,
-        memory_id=event.memory_id,
-        user_id=event.user_id,
-        project_id=event.project_id,
-        kind=event.kind,
-        actor=event.actor,
-        reason=event.reason,
-        details=event.details,
-        created_at=event.created_at,
-    )
+    return EventOut(**{f: getattr(event, f) for f in EventOut.__struct_fields__})
 
 
 def history_out(history: History) -> HistoryOut:

@@ -19,8 +19,8 @@ from app.memory.timeline import Timeline
 from app.portability.service import PortabilityService
 from app.privacy.erase import Eraser
 from app.state import Services
+from app.store.usage import UsageRepository
 from app.tenancy.auth import Principal, authenticate
-from app.usage.repository import UsageRepository
 
 Context = NamedDependency[RequestContext]
 

@@ -9,8 +9,8 @@ from typing import Annotated, Any
 import msgspec
 
 from app.db.models import Memory
-from app.store.records import MemoryRecord
-from app.vocabulary import MemoryStatus, MemoryType, Privacy, Source
+from app.store.records import MemoryRecord, MemoryView
+from app.vocabulary import MemoryType, Privacy
 
 NO_NUL = r"^[^\x00]*$"
 # Identifiers fit their columns; text must not hold NUL bytes (PostgreSQL text cannot store them).
@@ -92,34 +92,8 @@ class ForgetIn(Strict):
     filter: ForgetFilterIn | None = None
 
 
-class MemoryOut(msgspec.Struct, kw_only=True):
-    id: uuid.UUID
-    user_id: str
-    project_id: str | None
-    session_id: str | None
-    type: MemoryType
-    subject: str | None
-    content: str
-    summary: str | None
-    status: MemoryStatus
-    importance: float
-    salience: float
-    confidence: float
-    privacy: Privacy
-    tags: list[str]
-    created_at: datetime
-    updated_at: datetime
-    valid_from: datetime
-    valid_to: datetime | None
-    expires_at: datetime | None
-    last_accessed_at: datetime | None
-    access_count: int
-    supersedes: uuid.UUID | None
-    superseded_by: uuid.UUID | None
-    source: Source
-    source_model: str | None
-    source_message_id: uuid.UUID | None
-    embed_model: str | None
+class MemoryOut(MemoryView, kw_only=True):
+    """A memory as the API shows it."""
 
     @classmethod
     def of(cls, m: Memory | MemoryRecord) -> MemoryOut:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
@@ -33,19 +33,8 @@ class Known:
 
 
 def known_of(memory: Memory) -> Known:
-    return Known(
-        id=memory.id,
-        project_id=memory.project_id,
-        type=memory.type,
-        subject=memory.subject,
-        content=memory.content,
-        importance=memory.importance,
-        salience=memory.salience,
-        privacy=memory.privacy,
-        pinned=memory.status == MemoryStatus.PINNED,
-        valid_from=memory.valid_from,
-        last_accessed_at=memory.last_accessed_at,
-    )
+    values = {f.name: getattr(memory, f.name) for f in fields(Known) if f.name != "pinned"}
+    return Known(**values, pinned=memory.status == MemoryStatus.PINNED)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ def _payload_problem(kind: str, payload: Mapping[str, Any], target_ids: list[uui
         content, importance = payload.get("content"), payload.get("importance")
         if not isinstance(content, str) or not content.strip():
             return "the merge has no content"
-        if payload.get("type") not in set(MemoryType):
+        if MemoryType.of(payload.get("type")) is None:
             return "the merge has no valid type"
         if not isinstance(importance, int | float) or not 0 <= importance <= 1:
             return "the merge has no valid importance"

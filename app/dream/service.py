@@ -24,8 +24,8 @@ from app.lib.errors import Conflict, NotFound, ValidationFailed
 from app.lib.logging import get_logger
 from app.memory.fingerprint import fingerprints
 from app.store.pages import MAX_PAGE, Keyset, Page
+from app.store.usage import UsageRepository
 from app.usage.meter import UsageMeter, current_meter
-from app.usage.repository import UsageRepository
 from app.vocabulary import ProposalKind, ProposalStatus, Reach, Scope
 
 log = get_logger("engram.dream")

@@ -75,7 +75,7 @@ def _merge(p: ModelProposal, ids: list[uuid.UUID], known: Mapping[uuid.UUID, Kno
     content = redact((p.content or "").replace("\x00", "").strip()).text
     if not content or len(content) > max_chars:
         return f"a merge needs content of 1 to {max_chars} characters"
-    mtype = p.type if p.type in set(MemoryType) else _common([t.type for t in targets])
+    mtype = MemoryType.of(p.type) or _common([t.type for t in targets])
     if mtype is None:
         return "a merge of different types needs a valid type"
     importance = _unit(p.importance)

@@ -20,12 +20,8 @@ from app.portability.document import (
 )
 from app.store.portability import PortabilityStore
 from app.vocabulary import (
-    MemoryStatus,
-    MemoryType,
-    Privacy,
     ProposalKind,
     ProposalStatus,
-    Source,
 )
 
 
@@ -38,38 +34,19 @@ def _details(value: dict[str, Any]) -> dict[str, Any]:
     return cleaned if isinstance(cleaned, dict) else {}
 
 
+# Text a memory's export carries passes redaction again; the vector is written as plain floats.
+_CLEANED = frozenset({"subject", "content", "summary", "tags", "embedding"})
+
+
 def exported_memory(m: Memory) -> ExportedMemory:
-    content = redact(m.content).text
+    kept = {name: getattr(m, name) for name in ExportedMemory.__struct_fields__ if name not in _CLEANED}
     return ExportedMemory(
-        id=m.id,
-        user_id=m.user_id,
-        project_id=m.project_id,
-        session_id=m.session_id,
-        type=MemoryType(m.type),
+        **kept,
         subject=_text(m.subject),
-        content=content,
+        content=redact(m.content).text,
         summary=_text(m.summary),
-        status=MemoryStatus(m.status),
-        importance=m.importance,
-        salience=m.salience,
-        confidence=m.confidence,
-        privacy=Privacy(m.privacy),
         tags=[redact(t).text for t in m.tags],
-        created_at=m.created_at,
-        updated_at=m.updated_at,
-        valid_from=m.valid_from,
-        valid_to=m.valid_to,
-        expires_at=m.expires_at,
-        last_accessed_at=m.last_accessed_at,
-        access_count=m.access_count,
-        supersedes=m.supersedes,
-        superseded_by=m.superseded_by,
-        source=Source(m.source),
-        source_model=m.source_model,
-        source_message_id=m.source_message_id,
-        embed_model=m.embed_model,
         embedding=None if m.embedding is None else [float(x) for x in m.embedding],
-        content_hash=m.content_hash,
     )
 
 

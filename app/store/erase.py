@@ -141,10 +141,12 @@ class EraseStore:
             conditions.append(func.strpos(func.lower(Message.content), quote) > 0)
         if not conditions:
             return 0
-        return await self._delete_turns([(Message.user_id == memory.user_id) & or_(*conditions)])
+        user = scope_clause(Scope.of_user(self.tenant, memory.user_id, None), table="messages")
+        return await self._delete_turns([and_(user, or_(*conditions))])
 
     async def delete_usage(self, user_id: str) -> int:
+        user = Scope.of_user(self.tenant, user_id, None)
         result = await self.session.execute(
-            delete(UsageEvent).where(UsageEvent.tenant_id == self.tenant, UsageEvent.user_id == user_id)
+            delete(UsageEvent).where(scope_clause(user, table="usage_events"))
         )
         return _count(result)

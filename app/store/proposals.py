@@ -24,6 +24,9 @@ class ProposalStore:
         self.session = session
         self.tenant = tenant
 
+    def _user(self, user_id: str) -> Any:
+        return scope_clause(Scope.of_user(self.tenant, user_id, None), table="dream_proposals")
+
     def add(
         self,
         scope: Scope,
@@ -69,9 +72,7 @@ class ProposalStore:
     async def undecided_or_refused(self, user_id: str) -> list[DreamProposal]:
         """Proposed, approved or rejected: what a new dream must not propose again."""
         query = select(DreamProposal).where(
-            DreamProposal.tenant_id == self.tenant,
-            DreamProposal.user_id == user_id,
-            DreamProposal.status.in_([*OPEN_STATUSES, ProposalStatus.REJECTED]),
+            self._user(user_id), DreamProposal.status.in_([*OPEN_STATUSES, ProposalStatus.REJECTED])
         )
         return list((await self.session.scalars(query)).all())
 
@@ -83,6 +84,6 @@ class ProposalStore:
         if ids is not None:
             query = query.where(DreamProposal.id == any_id(ids))
         if user_id is not None:
-            query = query.where(DreamProposal.user_id == user_id, DreamProposal.status.in_(OPEN_STATUSES))
+            query = query.where(self._user(user_id), DreamProposal.status.in_(OPEN_STATUSES))
         query = query.order_by(DreamProposal.created_at, DreamProposal.id).with_for_update()
         return list((await self.session.scalars(query)).all())

@@ -90,9 +90,11 @@ class MemoryReads:
         return await keyset_page(self.session, query, Memory, keyset)
 
     async def stats(self, user_id: str | None, embed_model: str) -> dict[str, Any]:
-        conditions: list[Any] = [Memory.tenant_id == self.tenant]
-        if user_id is not None:
-            conditions.append(Memory.user_id == user_id)
+        conditions: list[Any] = [
+            Memory.tenant_id == self.tenant
+            if user_id is None
+            else scope_clause(Scope.of_user(self.tenant, user_id, None))
+        ]
         by_status = dict(
             (
                 await self.session.execute(

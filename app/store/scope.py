@@ -58,4 +58,4 @@ def scope_clause(
     sql = scope_sql(scope, table=table, live=live, unexpired=now is not None)
     params = scope_params(scope, now)
     used = {name: value for name, value in params.items() if f":{name}" in sql}
-    return text(sql).bindparams(**used)
+    return text(f"({sql})").bindparams(**used)  # parenthesised: safe inside OR and NOT

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import fields
 from typing import Any
 
 from sqlalchemy import column, inspect, literal, text
@@ -14,10 +13,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.expression import any_
 
 from app.db.models import Memory, MemoryAccess
-from app.store.records import MemoryRecord
+from app.store.records import RECORD_COLUMNS
 
-# Every column the API shows (no embedding, no tsvector).
-MEMORY_COLUMNS = tuple(f.name for f in fields(MemoryRecord))
+# Every column the API shows (no embedding, no tsvector), plus the tenant and the content hash.
+MEMORY_COLUMNS = RECORD_COLUMNS
 
 # A memory's access count and time live in `memory_access` (`a`, joined by ACCESS_JOIN; no row: never).
 _ACCESS_SQL = {

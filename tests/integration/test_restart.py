@@ -76,6 +76,7 @@ def test_memories_survive_restart_of_service_and_embedded_database(tmp_path: Pat
                 "subject": "release day",
             },
             headers=headers,
+            timeout=60,  # a first request on a loaded machine can take longer than httpx's 5 s default
         )
         assert created.status_code == 201
     finally:
@@ -90,6 +91,7 @@ def test_memories_survive_restart_of_service_and_embedded_database(tmp_path: Pat
             f"http://127.0.0.1:{port}/v1/recall",
             json={"user_id": "u", "query": "when does the release train leave?"},
             headers=headers,
+            timeout=60,
         )
         assert recall.status_code == 200
         assert "Thursdays" in recall.json()["context"]

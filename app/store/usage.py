@@ -1,4 +1,4 @@
-"""Usage events: written once per model call, aggregated for `GET /v1/usage`."""
+"""Usage events: written once per model call (metered by app.usage), aggregated for `GET /v1/usage`."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import UsageEvent
+from app.store.scope import scope_clause
 from app.tenancy.types import TenantId
 from app.usage.meter import UsageMeter
+from app.vocabulary import Scope
 
 
 class UsageRepository:
@@ -40,13 +42,15 @@ class UsageRepository:
     async def aggregate(
         self, *, since: datetime | None, until: datetime | None, user_id: str | None
     ) -> dict[str, Any]:
-        conditions: list[Any] = [UsageEvent.tenant_id == self.tenant]
+        conditions: list[Any] = [
+            UsageEvent.tenant_id == self.tenant
+            if user_id is None
+            else scope_clause(Scope.of_user(self.tenant, user_id, None), table="usage_events")
+        ]
         if since is not None:
             conditions.append(UsageEvent.created_at >= since)
         if until is not None:
             conditions.append(UsageEvent.created_at < until)
-        if user_id is not None:
-            conditions.append(UsageEvent.user_id == user_id)
         sums = (
             func.count().label("calls"),
             func.coalesce(func.sum(UsageEvent.prompt_tokens), 0).label("prompt_tokens"),
