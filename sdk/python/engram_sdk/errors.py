@@ -159,6 +159,8 @@ def error_from_response(response: httpx.Response) -> EngramError:
 def _by_status(status: int) -> type[EngramError]:
     if status in BY_STATUS:
         return BY_STATUS[status]
+    if status in (502, 504):  # a gateway in front of the service: it is unavailable, not broken
+        return UnavailableError
     if status >= 500:
         return InternalServerError
     return BadRequestError if 400 <= status < 500 else UnexpectedResponseError
