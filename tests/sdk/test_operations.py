@@ -38,7 +38,9 @@ async def test_frontend_case_supersedes_recalls_the_current_fact_and_keeps_the_h
     assert (react.action, nextjs.action) == ("created", "superseded")
     assert nextjs.superseded == [react.memory.id]
 
-    recalled: RecallResult = await run(sdk.recall("alice", "which frontend framework do we use?", token_budget=256))
+    recalled: RecallResult = await run(
+        sdk.recall("alice", "which frontend framework do we use?", token_budget=256)
+    )
     assert "Next.js" in recalled.context
     assert "React" not in recalled.context
     assert [m.memory.id for m in recalled.memories] == [nextjs.memory.id]
@@ -241,4 +243,3 @@ async def test_another_tenant_sees_nothing_through_the_sdk(sdk: Any, other_sdk: 
     assert (await run(other_sdk.erase_user("alice"))).memories == 0
     assert (await run(sdk.get_memory(memory.id))).content == "Alice's secret project is Falcon"
     assert (await run(sdk.reject_proposal(proposal.id))).status == "rejected"  # still there, undecided
-

@@ -7,6 +7,7 @@ request is recorded with its arrival time, so a test can check how long a client
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
@@ -51,7 +52,7 @@ class ScriptedHttp:
     def gaps(self) -> list[float]:
         """Seconds between consecutive requests."""
         times = [r.at for r in self.received]
-        return [b - a for a, b in zip(times, times[1:], strict=False)]
+        return [b - a for a, b in itertools.pairwise(times)]
 
 
 def _handler(script: ScriptedHttp) -> type[BaseHTTPRequestHandler]:
@@ -78,7 +79,7 @@ def _handler(script: ScriptedHttp) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(payload)
 
-        do_GET = do_POST = do_PATCH = do_DELETE = _answer
+        do_GET = do_POST = do_PATCH = do_DELETE = _answer  # noqa: N815 (http.server's names)
 
     return Handler
 

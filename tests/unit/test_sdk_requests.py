@@ -39,7 +39,10 @@ def test_query_path_and_fixed_parameters() -> None:
     assert listing.content == b""
     memory_id = uuid.uuid4()
     erase = build_request(CONFIG, EraseMemory(memory_id))
-    assert (erase.method, str(erase.url)) == ("DELETE", f"http://engram.test/v1/memories/{memory_id}?erase=true")
+    assert (erase.method, str(erase.url)) == (
+        "DELETE",
+        f"http://engram.test/v1/memories/{memory_id}?erase=true",
+    )
     since = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
     usage = build_request(CONFIG, GetUsage(since=since))
     assert usage.url.params["since"] == "2026-01-02T03:04:05Z"
@@ -73,10 +76,16 @@ def test_each_error_code_has_its_class(cls: type[errors.EngramError]) -> None:
 
 
 def test_an_unknown_code_keeps_its_code_and_takes_the_class_of_its_status() -> None:
-    error = errors.error_from_response(httpx.Response(403, json={"error": "quota_exceeded", "detail": "full"}))
+    error = errors.error_from_response(
+        httpx.Response(403, json={"error": "quota_exceeded", "detail": "full"})
+    )
     assert (type(error), error.code, error.status) == (errors.ForbiddenError, "quota_exceeded", 403)
     proxy = errors.error_from_response(httpx.Response(502, text="<html>Bad Gateway</html>"))
-    assert (type(proxy), proxy.status, proxy.detail) == (errors.UnavailableError, 502, "<html>Bad Gateway</html>")
+    assert (type(proxy), proxy.status, proxy.detail) == (
+        errors.UnavailableError,
+        502,
+        "<html>Bad Gateway</html>",
+    )
     teapot = errors.error_from_response(httpx.Response(418, text=""))
     assert (type(teapot), teapot.detail) == (errors.BadRequestError, "I'm a teapot")
 

@@ -160,4 +160,3 @@ class AsyncClient(_Client):
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.aclose()
-

@@ -7,8 +7,8 @@ never turns an error into a crash of the client.
 
 from __future__ import annotations
 
-from email.utils import parsedate_to_datetime
 from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import ClassVar
 
 import httpx

@@ -139,12 +139,12 @@ class UpdateMemory(Request[Memory]):
     memory_id: Id
     content: str | Unset = UNSET
     type: MemoryType | Unset = UNSET
-    subject: str | None | Unset = UNSET
+    subject: str | Unset | None = UNSET
     importance: float | Unset = UNSET
     confidence: float | Unset = UNSET
     privacy: Privacy | Unset = UNSET
     tags: list[str] | Unset = UNSET
-    expires_at: datetime | None | Unset = UNSET
+    expires_at: datetime | Unset | None = UNSET
 
 
 class PinMemory(Request[Memory]):
