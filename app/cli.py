@@ -12,6 +12,7 @@ import socket
 import sys
 from collections.abc import Sequence
 
+import pydantic
 from sqlalchemy.exc import InterfaceError, OperationalError
 
 from app import remote
@@ -100,6 +101,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     except (EngramError, CommandFailed) as exc:
         return report(exc.code, exc.detail, as_json)
+    except pydantic.ValidationError as exc:  # a setting in the environment that does not parse
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        return report("usage", f"invalid configuration: {problems}", as_json)
     except (ConnectionError, socket.gaierror, TimeoutError, OperationalError, InterfaceError) as exc:
         first_line = f"{type(exc).__name__}: {exc}".splitlines()[0]
         return report("unavailable", f"cannot reach the database ({first_line})", as_json)

@@ -18,7 +18,6 @@ from tests.conftest import Api
 from tests.support.database import TestDatabase
 from tests.support.tables import tenant_name
 
-
 TABLES = ("tenants", "api_keys", "memories", "memory_events", "messages", "usage_events", "dream_proposals")
 
 
@@ -35,9 +34,7 @@ async def tenant_rows(owner_engine: AsyncEngine, tenant_id: uuid.UUID) -> dict[s
 
 
 @pytest.fixture
-def cli(
-    database: TestDatabase, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> Any:
+def cli(database: TestDatabase, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Any:
     monkeypatch.setenv("DATABASE_URL", database.owner_url)
 
     async def run(*argv: str) -> tuple[int, str, str]:
@@ -56,7 +53,7 @@ async def test_tenant_list_shows_every_tenant_with_its_key_counts(cli: Any) -> N
     created = json.loads(out)
     assert created["api_key"].startswith("egm_")
     await cli("key", "create", name)
-    await cli("key", "revoke", created["api_key"].rsplit("_", 1)[0])
+    await cli("key", "revoke", created["key_id"])
 
     code, out, _ = await cli("tenant", "list", "--json")
     [row] = [t for t in json.loads(out) if t["name"] == name]
@@ -152,3 +149,19 @@ async def test_usage_errors_and_an_unreachable_database_have_their_own_codes(
     code, _, err = await cli("tenant", "list")
     assert code == ExitCode.UNAVAILABLE
     assert "cannot reach the database" in err
+
+
+async def test_migrate_and_maintenance_speak_json_and_a_bad_setting_is_a_usage_error(
+    cli: Any, api: Api, owner_engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, _ = await cli("migrate", "--json")
+    assert (code, json.loads(out)) == (ExitCode.OK, {"migrated": True, "database": "DATABASE_URL"})
+    name = await tenant_name(owner_engine, api.tenant_id)
+    code, out, _ = await cli("maintenance", "--tenant", name, "--json")
+    [report] = json.loads(out)
+    assert (code, report["tenant"], report["expired"], report["busy"]) == (ExitCode.OK, name, 0, False)
+
+    monkeypatch.setenv("ENGRAM_DB_POOL_SIZE", "many")
+    code, _, err = await cli("tenant", "list")
+    assert code == ExitCode.USAGE
+    assert "invalid configuration: db_pool_size" in err

@@ -65,7 +65,9 @@ async def test_remember_then_recall_prints_the_current_fact_as_prompt_context(cl
     assert out.splitlines()[0].startswith("superseded ")
     assert f"superseded {react_id}" in out.splitlines()
 
-    code, out, _ = await cli("recall", "which frontend framework do we use?", "--user", "alice", "--budget", "256")
+    code, out, _ = await cli(
+        "recall", "which frontend framework do we use?", "--user", "alice", "--budget", "256"
+    )
     assert code == ExitCode.OK
     assert "Next.js" in out
     assert "React" not in out
@@ -81,7 +83,9 @@ async def test_remember_reads_stdin_and_json_output_is_the_api_result(
     cli: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(sys, "stdin", io.StringIO("I am allergic to peanuts\n"))
-    code, out, _ = await cli("remember", "-", "--user", "bob", "--type", "constraint", "--tag", "health", "--json")
+    code, out, _ = await cli(
+        "remember", "-", "--user", "bob", "--type", "constraint", "--tag", "health", "--json"
+    )
     result = json.loads(out)
     assert code == ExitCode.OK
     assert (result["action"], result["memory"]["content"], result["memory"]["tags"]) == (
