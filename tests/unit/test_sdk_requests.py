@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from datetime import UTC, datetime
 
@@ -99,3 +101,13 @@ def test_retry_after_reads_seconds_and_http_dates() -> None:
     assert errors.parse_retry_after("-4", now) == 0.0
     for unreadable in (None, "", "soon", "nan"):
         assert errors.parse_retry_after(unreadable, now) is None
+
+
+def test_the_sdk_imports_nothing_of_the_service() -> None:
+    # It installs alone (httpx + msgspec): importing it must not need the service's stack.
+    probe = (
+        "import sys, engram_sdk; heavy = {'app', 'sqlalchemy', 'litestar', 'openai', 'asyncpg', 'numpy'};"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -43,8 +43,8 @@ Exchange = Generator[Step, httpx.Response | None, T]
 @dataclass(frozen=True, slots=True)
 class ClientConfig:
     base_url: str
-    headers: dict[str, str]
-    retry: RetryPolicy
+    headers: dict[str, str] = field(repr=False)  # carries the API key
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
 
     @classmethod
     def build(
