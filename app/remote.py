@@ -16,7 +16,6 @@ import msgspec
 from app.bootstrap import DEV_KEY_FILE
 from app.lib.console import CommandFailed, Output
 from app.lib.settings import Settings
-from app.memory.types import MemoryType, Privacy
 
 T = TypeVar("T")
 
@@ -120,16 +119,16 @@ def _connection(parser: argparse.ArgumentParser) -> None:
 
 def register(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     """Add `remember` and `recall` to the `engram` parser."""
-    types = [t.value for t in MemoryType]
+    # Types and privacy levels are the service's to check (422: exit 6), so the CLI never lags behind it.
     remember = sub.add_parser("remember", parents=parents, help="store a memory in a running service")
     remember.add_argument("content", help="the memory's text ('-': read it from stdin)")
     _connection(remember)
-    remember.add_argument("--type", choices=types, help="memory type (default fact)")
+    remember.add_argument("--type", help="memory type: fact (default), preference, decision, constraint ...")
     remember.add_argument("--subject", help="the slot: a newer memory with this subject and type supersedes")
     remember.add_argument("--session", help="the conversation it came from")
     remember.add_argument("--importance", type=float)
     remember.add_argument("--confidence", type=float)
-    remember.add_argument("--privacy", choices=[p.value for p in Privacy])
+    remember.add_argument("--privacy", help="public (default), private or sensitive")
     remember.add_argument("--tag", action="append", help="a tag (repeatable)")
     remember.add_argument("--ttl", type=int, help="expire after this many seconds")
     remember.add_argument("--pin", action="store_true", help="pin it (always recalled first)")
@@ -139,7 +138,7 @@ def register(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     recall.add_argument("query")
     _connection(recall)
     recall.add_argument("--budget", type=int, help="token budget of the context (default 1024)")
-    recall.add_argument("--type", action="append", choices=types, help="only this type (repeatable)")
+    recall.add_argument("--type", action="append", help="only this memory type (repeatable)")
     recall.add_argument("--min-relevance", type=float)
     recall.add_argument("--include-sensitive", action="store_true")
     recall.set_defaults(handler=_recall)

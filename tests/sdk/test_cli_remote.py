@@ -118,7 +118,9 @@ async def test_failures_have_distinct_exit_codes_and_json_errors(
     code, _, err = await cli("remember", "x", "--user", "alice", "--importance", "2")
     assert code == ExitCode.INVALID
     assert "importance" in err
-    assert (await cli("remember", "x", "--user", "alice", "--type", "beverage"))[0] == ExitCode.USAGE
+    code, _, err = await cli("remember", "x", "--user", "alice", "--type", "beverage")
+    assert code == ExitCode.INVALID
+    assert "type" in err
     assert (await cli("remember", "   ", "--user", "alice"))[0] == ExitCode.USAGE
     assert (await cli("recall", "x"))[0] == ExitCode.USAGE  # --user is required
 
