@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 import httpx
 import msgspec
@@ -160,3 +160,26 @@ def test_the_export_document_mirrors_the_service_format() -> None:
     from engram_sdk.models import ExportDocument
 
     assert _field_tree(ExportDocument) == _field_tree(ServiceDocument)
+
+
+def _enum_values(struct: type[Any], field: str) -> set[str]:
+    info = msgspec.inspect.type_info(struct)
+    assert isinstance(info, msgspec.inspect.StructType)
+    [found] = [f.type for f in info.fields if f.name == field]
+    options = found.types if isinstance(found, msgspec.inspect.UnionType) else (found,)
+    [enum] = [t for t in options if isinstance(t, msgspec.inspect.EnumType | msgspec.inspect.LiteralType)]
+    return {m.value for m in enum.cls} if isinstance(enum, msgspec.inspect.EnumType) else set(enum.values)
+
+
+def test_the_sdk_vocabulary_is_the_services() -> None:
+    # The request side's Literal types (a type checker's help) against the enums the service refuses
+    # unknown values with; the export format carries each of them.
+    from app.api.agent import MessageIn
+    from app.portability.document import ExportedMemory, ExportedProposal
+    from engram_sdk import models
+
+    assert set(get_args(models.MemoryType)) == _enum_values(ExportedMemory, "type")
+    assert set(get_args(models.MemoryStatus)) == _enum_values(ExportedMemory, "status")
+    assert set(get_args(models.Privacy)) == _enum_values(ExportedMemory, "privacy")
+    assert set(get_args(models.ProposalStatus)) == _enum_values(ExportedProposal, "status")
+    assert set(get_args(models.Role)) == _enum_values(MessageIn, "role")

@@ -50,12 +50,18 @@ class Operation(Generic[P, T]):
     def __get__(self, client: Any, owner: type[Any]) -> Any:
         if client is None:
             return self
-        build = self.request
+        build, run = self.request, self._run
 
         def call(*args: P.args, **kwargs: P.kwargs) -> Any:
-            return client._execute(build(*args, **kwargs))
+            return run(client, build(*args, **kwargs))
 
-        return _bind(self.name, self.request.__doc__, call)
+        return _bind(self.name, self._doc(), call)
+
+    def _run(self, client: Any, request: Request[T]) -> Any:
+        return client._execute(request)
+
+    def _doc(self) -> str | None:
+        return self.request.__doc__
 
 
 class Pages(Operation[P, Page[T]]):
@@ -68,14 +74,13 @@ class Pages(Operation[P, Page[T]]):
     @overload
     def __get__(self, client: AsyncClient, owner: type[Any]) -> Callable[P, AsyncIterator[T]]: ...
     def __get__(self, client: Any, owner: type[Any]) -> Any:
-        if client is None:
-            return self
-        build = self.request
+        return super().__get__(client, owner)
 
-        def call(*args: P.args, **kwargs: P.kwargs) -> Any:
-            return client._iterate(build(*args, **kwargs))
+    def _run(self, client: Any, request: Request[Page[T]]) -> Any:
+        return client._iterate(request)
 
-        return _bind(self.name, f"Every item, page after page: {self.request.__doc__}", call)
+    def _doc(self) -> str | None:
+        return f"Every item, page after page: {self.request.__doc__}"
 
 
 class Operations:
