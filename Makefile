@@ -1,7 +1,7 @@
 .PHONY: install run test lint bench-recall
 
 install:
-	python3 -m venv .venv && .venv/bin/pip install -c deploy/constraints.txt -e '.[local]'
+	python3 -m venv .venv && .venv/bin/pip install -c deploy/constraints.txt -e '.[local]' -e sdk/python
 
 run: install
 	.venv/bin/engram serve

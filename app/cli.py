@@ -1,139 +1,115 @@
-"""The `engram` command: serve, migrate, tenant and key administration."""
+"""The `engram` command: serve, migrate, maintenance, and the domains' commands (tenants and keys,
+portability, remember / recall against a running service).
+
+Every command returns an `Output` (text, or JSON with `--json`); failures go to stderr with an exit
+code per kind of failure (`app.lib.console.ExitCode`, documented in docs/CLI.md).
+"""
 
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 from collections.abc import Sequence
 
-from sqlalchemy.ext.asyncio import AsyncSession
+import pydantic
+from sqlalchemy.exc import InterfaceError, OperationalError
 
-from app.bootstrap import ensure_dev_tenant, prepare_database, run_as_owner
+from app import remote
+from app.bootstrap import ensure_dev_tenant, prepare_database
+from app.lib.console import CommandFailed, ExitCode, Output, Parser, emit, json_flag, report
 from app.lib.errors import EngramError
 from app.lib.settings import Settings
 from app.portability import cli as portability_cli
-from app.tenancy import admin
+from app.tenancy import cli as tenancy_cli
 
 
-def _serve(args: argparse.Namespace, settings: Settings) -> int:
+def _serve(args: argparse.Namespace, settings: Settings) -> Output:
     import uvicorn
 
     from app.main import create_app
 
     prepared = prepare_database(settings)
     settings = prepared.settings
+    started: dict[str, str | None] = {"url": f"http://{args.host}:{args.port}", "dev_api_key": None}
+    lines = []
     if prepared.embedded is not None:
         key, key_file = ensure_dev_tenant(settings)
+        started["dev_api_key_file"] = str(key_file)
         if key is not None:
-            print(f"Development tenant 'dev' created. API key (shown once, also in {key_file}):\n  {key}")
+            started["dev_api_key"] = key
+            lines.append(f"Development tenant 'dev' created. API key (shown once, also in {key_file}):")
+            lines.append(f"  {key}")
         else:
-            print(f"Embedded database in {settings.data_dir}; the dev tenant's key is in {key_file}")
+            lines.append(f"Embedded database in {settings.data_dir}; the dev tenant's key is in {key_file}")
     hooks = [prepared.embedded.stop] if prepared.embedded is not None else []
     app = create_app(settings, on_shutdown=hooks, serving=True)
-    print(f"Engram listening on http://{args.host}:{args.port} (OpenAPI at /schema)", flush=True)
+    lines.append(f"Engram listening on {started['url']} (OpenAPI at /schema)")
+    emit(Output(started, "\n".join(lines)), args.json)  # before serving: it runs until stopped
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
-    return 0
+    return Output({"stopped": True}, "")
 
 
-def _migrate(_: argparse.Namespace, settings: Settings) -> int:
+def _migrate(args: argparse.Namespace, settings: Settings) -> Output:
     prepared = prepare_database(settings)
-    print(f"Migrations applied ({'embedded' if prepared.embedded else 'DATABASE_URL'}).")
-    return 0
+    where = "embedded" if prepared.embedded else "DATABASE_URL"
+    return Output({"migrated": True, "database": where}, f"Migrations applied ({where}).")
 
 
-def _tenant(args: argparse.Namespace, settings: Settings) -> int:
-    settings = prepare_database(settings).settings
-
-    async def work(session: AsyncSession) -> admin.CreatedKey:
-        return await admin.create_tenant(session, args.name)
-
-    created = run_as_owner(settings, work)
-    print(f"Tenant {args.name!r} created ({created.tenant_id}). API key (shown once):\n  {created.plaintext}")
-    return 0
-
-
-def _key(args: argparse.Namespace, settings: Settings) -> int:
-    settings = prepare_database(settings).settings
-    if args.key_command == "create":
-
-        async def create(session: AsyncSession) -> admin.CreatedKey:
-            return await admin.create_key(session, args.tenant, args.name)
-
-        created = run_as_owner(settings, create)
-        print(f"Key created for {args.tenant!r} (shown once):\n  {created.plaintext}")
-    elif args.key_command == "list":
-
-        async def listing(session: AsyncSession) -> list[admin.KeyInfo]:
-            return await admin.list_keys(session, args.tenant)
-
-        for k in run_as_owner(settings, listing):
-            state = f"revoked {k.revoked_at:%Y-%m-%d}" if k.revoked_at else "live"
-            used = f"{k.last_used_at:%Y-%m-%d %H:%M}" if k.last_used_at else "never"
-            print(f"{k.tenant:20} {k.prefix:14} {k.name:16} {state:18} last used {used}  id {k.id}")
-    else:
-
-        async def revoke(session: AsyncSession) -> int:
-            return await admin.revoke_key(session, args.key)
-
-        run_as_owner(settings, revoke)
-        print(f"Revoked {args.key}.")
-    return 0
-
-
-def _maintenance(args: argparse.Namespace, settings: Settings) -> int:
+def _maintenance(args: argparse.Namespace, settings: Settings) -> Output:
     from app.lib.clock import SystemClock
     from app.memory.maintenance import run_sweep
 
     settings = prepare_database(settings).settings
-    for r in run_sweep(settings, SystemClock(), args.tenant or None):
-        state = "busy (another sweep holds it)" if r.busy else f"expired {r.expired}, archived {r.archived}"
-        print(f"{r.tenant:20} {state}")
-    return 0
+    results = run_sweep(settings, SystemClock(), args.tenant or None)
+    lines = [
+        f"{r.tenant:20} "
+        + ("busy (another sweep holds it)" if r.busy else f"expired {r.expired}, archived {r.archived}")
+        for r in results
+    ]
+    return Output(results, "\n".join(lines))
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="engram", description="Long-term memory service for LLM agents.")
+    parser = Parser(prog="engram", description="Long-term memory service for LLM agents.")
+    common = [json_flag()]
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser(
-        "serve", help="run the HTTP service (embedded PostgreSQL when DATABASE_URL is unset)"
+        "serve", parents=common, help="run the HTTP service (embedded PostgreSQL when DATABASE_URL is unset)"
     )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.set_defaults(handler=_serve)
-    sub.add_parser("migrate", help="apply database migrations").set_defaults(handler=_migrate)
-    tenant = sub.add_parser("tenant", help="tenant administration")
-    tenant_sub = tenant.add_subparsers(dest="tenant_command", required=True)
-    create = tenant_sub.add_parser("create", help="create a tenant and print its first key")
-    create.add_argument("name")
-    create.set_defaults(handler=_tenant)
-    key = sub.add_parser("key", help="API key administration")
-    key_sub = key.add_subparsers(dest="key_command", required=True)
-    kc = key_sub.add_parser("create", help="create another key for a tenant")
-    kc.add_argument("tenant")
-    kc.add_argument("--name", default="cli")
-    kl = key_sub.add_parser("list", help="list keys (never their secrets)")
-    kl.add_argument("tenant", nargs="?")
-    kr = key_sub.add_parser("revoke", help="revoke a key by prefix or id")
-    kr.add_argument("key")
-    for p in (kc, kl, kr):
-        p.set_defaults(handler=_key)
+    sub.add_parser("migrate", parents=common, help="apply database migrations").set_defaults(handler=_migrate)
+    tenancy_cli.register(sub, common)
     maintenance = sub.add_parser(
-        "maintenance", help="sweep: expire what is past its time, archive what is cold"
+        "maintenance", parents=common, help="sweep: expire what is past its time, archive what is cold"
     )
     maintenance.add_argument("--tenant", action="append", help="only this tenant (repeatable)")
     maintenance.set_defaults(handler=_maintenance)
-    portability_cli.register(sub)
+    portability_cli.register(sub, common)
+    remote.register(sub, common)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    as_json = "--json" in (sys.argv[1:] if argv is None else argv)  # before parsing: usage errors too
     try:
-        code: int = args.handler(args, Settings())
-    except EngramError as exc:
-        print(f"error: {exc.detail}", file=sys.stderr)
-        return 1
-    return code
+        args = build_parser().parse_args(argv)
+        emit(args.handler(args, Settings()), args.json)
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    except (EngramError, CommandFailed) as exc:
+        return report(exc.code, exc.detail, as_json)
+    except pydantic.ValidationError as exc:  # a setting in the environment that does not parse
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        return report("usage", f"invalid configuration: {problems}", as_json)
+    except (ConnectionError, socket.gaierror, TimeoutError, OperationalError, InterfaceError) as exc:
+        first_line = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        return report("unavailable", f"cannot reach the database ({first_line})", as_json)
+    except OSError as exc:  # a file that cannot be read or written
+        return report("not_found" if isinstance(exc, FileNotFoundError) else "error", str(exc), as_json)
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

@@ -153,6 +153,10 @@ class Settings(BaseSettings):
     chat_history_turns: int = 6
     extract_max_messages: int = 50
 
+    # Commands that call a running service (`engram remember|recall`); the SDK reads the same variables.
+    client_url: str = Field(default="http://localhost:8000", validation_alias=AliasChoices("ENGRAM_URL"))
+    client_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("ENGRAM_API_KEY"))
+
     # Runtime.
     log_level: str = "INFO"
     log_json: bool = True

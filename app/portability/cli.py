@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -25,6 +25,7 @@ from app.db.session import create_engine, set_tenant
 from app.embeddings.base import Embedder
 from app.embeddings.factory import build_embedder
 from app.lib.clock import SystemClock
+from app.lib.console import Output
 from app.lib.settings import Settings
 from app.portability.document import encode_document, parse_document
 from app.portability.markdown import render_markdown
@@ -84,7 +85,7 @@ def _run(args: argparse.Namespace, settings: Settings, work: Callable[[_Context]
     return asyncio.run(main())
 
 
-def _export(args: argparse.Namespace, settings: Settings) -> int:
+def _export(args: argparse.Namespace, settings: Settings) -> Output:
     async def work(ctx: _Context) -> bytes:
         async with ctx.transaction() as deps:
             doc = await PortabilityService(deps).export(args.user, args.project)
@@ -93,15 +94,17 @@ def _export(args: argparse.Namespace, settings: Settings) -> int:
         return encode_document(doc)
 
     output = _run(args, settings, work)
-    if args.file == "-":
+    if args.file == "-":  # the document is the output, whatever --json says
         sys.stdout.buffer.write(output)
-    else:
-        Path(args.file).write_bytes(output)
-        print(f"Exported to {args.file} ({len(output)} bytes).", file=sys.stderr)
-    return 0
+        sys.stdout.flush()
+        return Output(None, "")
+    Path(args.file).write_bytes(output)
+    return Output(
+        {"file": args.file, "bytes": len(output)}, f"Exported to {args.file} ({len(output)} bytes)."
+    )
 
 
-def _import(args: argparse.Namespace, settings: Settings) -> int:
+def _import(args: argparse.Namespace, settings: Settings) -> Output:
     doc = parse_document(Path(args.file).read_bytes())  # a bad document fails before any connection
 
     async def work(ctx: _Context) -> dict[str, Any]:
@@ -111,11 +114,10 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
         return asdict(result)
 
     result = _run(args, settings, work)
-    print(" ".join(f"{k}={v}" for k, v in result.items()))
-    return 0
+    return Output(result, " ".join(f"{k}={v}" for k, v in result.items()))
 
 
-def _reembed(args: argparse.Namespace, settings: Settings) -> int:
+def _reembed(args: argparse.Namespace, settings: Settings) -> Output:
     async def work(ctx: _Context) -> int:
         async with ctx.transaction() as deps:
             total = await Reembedder(deps).remaining(args.user)
@@ -133,22 +135,25 @@ def _reembed(args: argparse.Namespace, settings: Settings) -> int:
         return done
 
     done = _run(args, settings, work)
-    print(f"reembedded={done}")
-    return 0
+    return Output({"reembedded": done}, f"reembedded={done}")
 
 
-def register(sub: Any) -> None:
+def register(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     """Add the portability commands to the `engram` parser."""
-    export = sub.add_parser("export", help="export a tenant's (or a user's) memories to FILE ('-': stdout)")
+    export = sub.add_parser(
+        "export", parents=parents, help="export a tenant's (or a user's) memories to FILE ('-': stdout)"
+    )
     export.add_argument("file")
     export.add_argument("--format", choices=("json", "markdown"), default="json")
     export.add_argument("--user", help="one user's memories (default: the whole tenant)")
     export.add_argument("--project", help="with --user: one project's memories")
     export.set_defaults(handler=_export)
-    imp = sub.add_parser("import", help="import a JSON export from FILE (all or nothing)")
+    imp = sub.add_parser("import", parents=parents, help="import a JSON export from FILE (all or nothing)")
     imp.add_argument("file")
     imp.set_defaults(handler=_import)
-    reembed = sub.add_parser("reembed", help="re-embed memories whose vector is another model's")
+    reembed = sub.add_parser(
+        "reembed", parents=parents, help="re-embed memories whose vector is another model's"
+    )
     reembed.add_argument("--user", help="one user's memories (default: the whole tenant)")
     reembed.add_argument("--batch-size", type=int, default=None, help="rows per embedding call and commit")
     reembed.add_argument("--limit", type=int, default=None, help="stop after this many rows")

@@ -7,14 +7,18 @@ from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import InstrumentedAttribute
 
-from app.db.models import ApiKey, Tenant
-from app.lib.errors import Conflict, NotFound
+from app.db.models import ApiKey, DreamProposal, Memory, MemoryEvent, Message, Tenant, UsageEvent
+from app.db.session import set_tenant
+from app.lib.errors import Conflict, NotFound, ValidationFailed
 from app.tenancy.keys import generate_key
 from app.tenancy.types import TenantId
+
+MAX_NAME = 200  # the column's length
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,8 +39,39 @@ class CreatedKey:
     plaintext: str
 
 
+@dataclass(frozen=True, slots=True)
+class TenantInfo:
+    id: uuid.UUID
+    name: str
+    created_at: datetime
+    live_keys: int
+    revoked_keys: int
+
+
+@dataclass(frozen=True, slots=True)
+class DeletedTenant:
+    """What deleting a tenant removed (row counts)."""
+
+    id: uuid.UUID
+    name: str
+    memories: int
+    events: int
+    messages: int
+    proposals: int
+    usage_events: int
+    keys: int
+
+
+def _check_name(name: str) -> str:
+    name = name.strip()
+    if not name or len(name) > MAX_NAME or "\x00" in name:
+        raise ValidationFailed(f"a tenant name has 1 to {MAX_NAME} characters (no NUL)")
+    return name
+
+
 async def create_tenant(session: AsyncSession, name: str) -> CreatedKey:
     """A new tenant with its first key (the plaintext is returned once and never stored)."""
+    name = _check_name(name)
     tenant_id = TenantId(uuid.uuid4())
     session.add(Tenant(id=tenant_id, name=name))
     try:
@@ -44,6 +79,58 @@ async def create_tenant(session: AsyncSession, name: str) -> CreatedKey:
     except IntegrityError as exc:
         raise Conflict(f"a tenant named {name!r} already exists") from exc
     return await create_key(session, name, "default")
+
+
+async def tenant_overview(session: AsyncSession) -> list[TenantInfo]:
+    """Every tenant with its key counts (the owner's view; memories stay behind each tenant's RLS)."""
+    live = func.count(ApiKey.id).filter(ApiKey.revoked_at.is_(None))
+    revoked = func.count(ApiKey.id).filter(ApiKey.revoked_at.is_not(None))
+    query = (
+        select(Tenant.id, Tenant.name, Tenant.created_at, live, revoked)
+        .outerjoin(ApiKey, ApiKey.tenant_id == Tenant.id)
+        .group_by(Tenant.id)
+        .order_by(Tenant.name)
+    )
+    return [TenantInfo(*row) for row in (await session.execute(query)).all()]
+
+
+async def rename_tenant(session: AsyncSession, name: str, new_name: str) -> TenantId:
+    """Rename a tenant; its id, keys and data are unchanged."""
+    new_name = _check_name(new_name)
+    tenant = await _tenant_by_name(session, name)
+    tenant.name = new_name
+    try:
+        await session.flush()
+    except IntegrityError as exc:
+        raise Conflict(f"a tenant named {new_name!r} already exists") from exc
+    return TenantId(tenant.id)
+
+
+# Counted for the receipt; the tenant's row cascades to these and to every other tenant table.
+_TENANT_DATA: dict[str, InstrumentedAttribute[uuid.UUID]] = {
+    "memories": Memory.tenant_id,
+    "events": MemoryEvent.tenant_id,
+    "messages": Message.tenant_id,
+    "proposals": DreamProposal.tenant_id,
+    "usage_events": UsageEvent.tenant_id,
+    "keys": ApiKey.tenant_id,
+}
+
+
+async def delete_tenant(session: AsyncSession, name: str) -> DeletedTenant:
+    """Delete a tenant and everything it owns, in the caller's transaction; returns the counts."""
+    tenant = await session.scalar(select(Tenant).where(Tenant.name == name).with_for_update())
+    if tenant is None:
+        raise NotFound(f"no tenant named {name!r}")
+    # The row lock holds off the tenant's writers (their foreign-key checks share-lock this row), so
+    # the counts are what the cascade deletes. FORCE RLS binds an owner that is not a superuser: set
+    # the tenant so it sees its rows.
+    await set_tenant(session, TenantId(tenant.id))
+    counts: dict[str, int] = {}
+    for label, column in _TENANT_DATA.items():
+        counts[label] = await session.scalar(select(func.count()).where(column == tenant.id)) or 0
+    await session.execute(delete(Tenant).where(Tenant.id == tenant.id))
+    return DeletedTenant(id=tenant.id, name=tenant.name, **counts)
 
 
 async def _tenant_by_name(session: AsyncSession, name: str) -> Tenant:

@@ -11,6 +11,7 @@ import pytest
 from litestar.testing import AsyncTestClient
 
 from app.cli import main
+from app.lib.console import ExitCode
 from app.lib.heap import YOUNG_THRESHOLD
 from app.lib.settings import Settings
 from app.main import create_app
@@ -58,7 +59,7 @@ async def test_creating_a_duplicate_tenant_fails_cleanly(
     monkeypatch.setenv("DATABASE_URL", database.owner_url)
     name = f"dup-{uuid.uuid4().hex[:8]}"
     await run_cli(capsys, "tenant", "create", name)
-    assert await asyncio.to_thread(main, ["tenant", "create", name]) == 1
+    assert await asyncio.to_thread(main, ["tenant", "create", name]) == ExitCode.CONFLICT
     assert "already exists" in capsys.readouterr().err
 
 

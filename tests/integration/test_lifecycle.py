@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.cli import main
 from app.lib.clock import FrozenClock
+from app.lib.console import ExitCode
 from app.lib.periodic import PeriodicTask
 from app.lib.settings import Settings
 from app.main import create_app
@@ -152,7 +153,9 @@ async def test_engram_maintenance_cli_sweeps_the_named_tenant(
     assert await asyncio.to_thread(main, ["maintenance", "--tenant", name]) == 0
     assert "expired 1, archived 0" in capsys.readouterr().out
     assert (await api.get(f"/v1/memories/{gone['id']}")).json()["status"] == "expired"
-    assert await asyncio.to_thread(main, ["maintenance", "--tenant", "no-such-tenant-x"]) == 1
+    assert (
+        await asyncio.to_thread(main, ["maintenance", "--tenant", "no-such-tenant-x"]) == ExitCode.NOT_FOUND
+    )
     assert "no tenant named" in capsys.readouterr().err
 
 

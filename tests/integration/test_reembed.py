@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
 from app.cli import main
+from app.lib.console import ExitCode
 from app.lib.settings import Settings
 from app.tenancy import admin
 from tests.conftest import Api, running_client
@@ -213,8 +214,8 @@ async def test_cli_import_of_a_bad_document_fails_and_writes_nothing(
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(document))
     cli_env(monkeypatch, database)
-    assert await asyncio.to_thread(main, ["import", str(bad), "--tenant", name]) == 1
+    assert await asyncio.to_thread(main, ["import", str(bad), "--tenant", name]) == ExitCode.INVALID
     assert "memories[2].status" in capsys.readouterr().err
     assert (await api.get("/v1/memories", user_id=USER)).json()["items"] == []
-    assert await asyncio.to_thread(main, ["export", "-", "--tenant", "no-such-tenant"]) == 1
+    assert await asyncio.to_thread(main, ["export", "-", "--tenant", "no-such-tenant"]) == ExitCode.NOT_FOUND
     assert "no tenant named" in capsys.readouterr().err

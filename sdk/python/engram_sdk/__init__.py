@@ -1,0 +1,63 @@
+"""Typed Python client for the Engram memory service: `Engram` (blocking) and `AsyncEngram` (asyncio)."""
+
+from engram_sdk._version import __version__
+from engram_sdk.client import AsyncEngram, Engram
+from engram_sdk.errors import (
+    BadRequestError,
+    ConflictError,
+    ConnectionFailedError,
+    EngramError,
+    ForbiddenError,
+    InternalServerError,
+    MethodNotAllowedError,
+    NotFoundError,
+    PayloadTooLargeError,
+    RateLimitedError,
+    UnauthorizedError,
+    UnavailableError,
+    UnexpectedResponseError,
+    UnsupportedMediaTypeError,
+    ValidationError,
+)
+from engram_sdk.models import (
+    ExportDocument,
+    Memory,
+    Page,
+    RecallResult,
+    RememberResult,
+)
+from engram_sdk.operations import routes
+from engram_sdk.requests import ForgetFilter, Message, NewMemory
+from engram_sdk.retry import NO_RETRY, RetryPolicy
+
+__all__ = [
+    "NO_RETRY",
+    "AsyncEngram",
+    "BadRequestError",
+    "ConflictError",
+    "ConnectionFailedError",
+    "Engram",
+    "EngramError",
+    "ExportDocument",
+    "ForbiddenError",
+    "ForgetFilter",
+    "InternalServerError",
+    "Memory",
+    "Message",
+    "MethodNotAllowedError",
+    "NewMemory",
+    "NotFoundError",
+    "Page",
+    "PayloadTooLargeError",
+    "RateLimitedError",
+    "RecallResult",
+    "RememberResult",
+    "RetryPolicy",
+    "UnauthorizedError",
+    "UnavailableError",
+    "UnexpectedResponseError",
+    "UnsupportedMediaTypeError",
+    "ValidationError",
+    "__version__",
+    "routes",
+]

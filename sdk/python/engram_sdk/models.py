@@ -1,0 +1,362 @@
+"""What the service returns, as msgspec Structs mirroring the API's JSON (`/schema/openapi.json`).
+
+Decoding ignores fields this SDK does not know, so a newer server that adds fields never breaks it.
+Enumerated values (type, status, privacy ...) are plain strings here for the same reason; the request
+side uses the Literal aliases below, so a type checker catches a misspelt memory type.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, Generic, Literal, TypeVar
+
+import msgspec
+
+T = TypeVar("T")
+
+MemoryType = Literal[
+    "identity",
+    "preference",
+    "fact",
+    "decision",
+    "constraint",
+    "critical_rule",
+    "project",
+    "task",
+    "deadline",
+    "learning_goal",
+    "mistake",
+    "episodic",
+    "temporary",
+]
+MemoryStatus = Literal["active", "pinned", "superseded", "archived", "expired", "forgotten"]
+Privacy = Literal["public", "private", "sensitive"]
+ProposalStatus = Literal["proposed", "approved", "rejected", "applied", "stale"]
+Role = Literal["user", "assistant", "system"]
+
+
+class Model(msgspec.Struct, kw_only=True):
+    """Base of every response struct."""
+
+
+class Page(Model, Generic[T]):
+    """One page of a list; pass `next_cursor` back as `cursor` (the `iter_*` methods do it for you)."""
+
+    items: list[T]
+    next_cursor: str | None
+
+
+class Memory(Model):
+    id: uuid.UUID
+    user_id: str
+    project_id: str | None
+    session_id: str | None
+    type: str
+    subject: str | None
+    content: str
+    summary: str | None
+    status: str
+    importance: float
+    salience: float
+    confidence: float
+    privacy: str
+    tags: list[str]
+    created_at: datetime
+    updated_at: datetime
+    valid_from: datetime
+    valid_to: datetime | None
+    expires_at: datetime | None
+    last_accessed_at: datetime | None
+    access_count: int
+    supersedes: uuid.UUID | None
+    superseded_by: uuid.UUID | None
+    source: str
+    source_model: str | None
+    source_message_id: uuid.UUID | None
+    embed_model: str | None
+
+
+class RememberResult(Model):
+    memory: Memory
+    action: str  # created | deduplicated | superseded
+    superseded: list[uuid.UUID]
+    proposals: list[uuid.UUID]
+    redacted: bool
+
+
+class BatchResult(Model):
+    results: list[RememberResult]
+
+
+class Forgotten(Model):
+    forgotten: list[uuid.UUID]
+
+
+class Event(Model):
+    id: int
+    memory_id: uuid.UUID | None
+    user_id: str
+    project_id: str | None
+    kind: str
+    actor: str
+    reason: str | None
+    details: dict[str, Any]
+    created_at: datetime
+
+
+class History(Model):
+    events: list[Event]
+    versions: list[Memory]  # the slot's chain, newest first
+
+
+class RecalledMemory(Model):
+    memory: Memory
+    score: float
+    relevance: float
+    components: dict[str, float]
+    tokens: int
+
+
+class Included(Model):
+    id: uuid.UUID
+    score: float
+    tokens: int
+
+
+class Skipped(Model):
+    id: uuid.UUID
+    reason: str
+    score: float
+
+
+class Trace(Model):
+    included: list[Included]
+    skipped: list[Skipped]
+    candidates: int
+    plan: str
+    min_relevance: float
+    tokens_used: int
+    tokens_left: int
+    latency_ms: dict[str, float]
+
+
+class RecallResult(Model):
+    context: str  # exactly what goes into a prompt; `tokens_used` counts this string
+    token_budget: int
+    tokens_used: int
+    memories: list[RecalledMemory]
+    trace: Trace | None
+
+
+class Stats(Model):
+    total: int
+    by_status: dict[str, int]
+    by_type: dict[str, int]
+    embed_model: str
+    mismatched: int
+
+
+class EraseReceipt(Model):
+    """Counts of what a hard erase removed."""
+
+    user_id: str
+    project_id: str | None
+    memories: int
+    messages: int
+    events: int
+    proposals: int
+    usage_events: int
+
+
+class UsageTotals(Model, kw_only=True):
+    calls: int = 0
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class ChatUsage(UsageTotals):
+    by_model: dict[str, UsageTotals]
+
+
+class ToolCall(Model):
+    name: str
+    arguments: dict[str, Any]
+    result: dict[str, Any]
+
+
+class ChatResult(Model):
+    answer: str
+    tool_calls: list[ToolCall]
+    memories_used: list[uuid.UUID]
+    trace: Trace | None
+    usage: ChatUsage
+    model: str
+    mode: str  # online | offline | degraded
+
+
+class ExtractAction(Model):
+    action: str  # created | deduplicated | superseded | forgotten
+    memory: Memory
+
+
+class ExtractResult(Model):
+    actions: list[ExtractAction]
+
+
+class Usage(Model):
+    total: UsageTotals
+    by_model: dict[str, UsageTotals]
+    by_kind: dict[str, UsageTotals]
+
+
+class Proposal(Model):
+    id: uuid.UUID
+    user_id: str
+    project_id: str | None
+    kind: str  # merge | forget | resalience | supersede
+    target_ids: list[uuid.UUID]
+    payload: dict[str, Any]
+    rationale: str | None
+    status: str
+    model: str | None
+    created_at: datetime
+    decided_at: datetime | None
+    applied_at: datetime | None
+
+
+class DreamResult(Model):
+    proposals: list[Proposal]
+    mode: str
+    created: int
+    dropped: int
+
+
+class AppliedProposal(Model):
+    id: uuid.UUID
+    kind: str
+    status: str
+    reason: str | None
+    memory_id: uuid.UUID | None
+
+
+class ApplyResult(Model):
+    applied: int
+    merged: int
+    forgotten: int
+    resalienced: int
+    superseded: int
+    stale: int
+    skipped: int
+    results: list[AppliedProposal]
+
+
+class ImportResult(Model):
+    imported: int
+    deduplicated: int
+    superseded: int
+    mismatched: int
+    remapped: int
+    events: int
+    proposals: int
+
+
+class ReembedResult(Model):
+    reembedded: int
+    remaining: int
+
+
+class Health(Model):
+    status: str
+
+
+class Readiness(Model):
+    """`GET /ready`: 200 when the database is reachable and migrated, else 503 with the reason."""
+
+    status: str  # ready | migrations_pending | unavailable
+    migration: str | None = None
+    current: str | None = None
+    head: str | None = None
+    detail: str | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.status == "ready"
+
+
+# The export document: everything needed to restore a user or a tenant elsewhere (POST /v1/import).
+# Every field is kept, with the service's defaults, so a document survives a decode and re-encode.
+class ExportedMemory(Model, kw_only=True):
+    id: uuid.UUID
+    user_id: str
+    project_id: str | None = None
+    session_id: str | None = None
+    type: str
+    subject: str | None = None
+    content: str
+    summary: str | None = None
+    status: str
+    importance: float = 0.5
+    salience: float = 1.0
+    confidence: float = 0.8
+    privacy: str = "public"
+    tags: list[str] = msgspec.field(default_factory=list)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    expires_at: datetime | None = None
+    last_accessed_at: datetime | None = None
+    access_count: int = 0
+    supersedes: uuid.UUID | None = None
+    superseded_by: uuid.UUID | None = None
+    source: str = "api"
+    source_model: str | None = None
+    source_message_id: uuid.UUID | None = None
+    embed_model: str | None = None
+    embedding: list[float] | None = None
+    content_hash: str | None = None
+
+
+class ExportedEvent(Model, kw_only=True):
+    id: int | None = None
+    memory_id: uuid.UUID | None = None
+    user_id: str
+    project_id: str | None = None
+    kind: str
+    actor: str
+    reason: str | None = None
+    details: dict[str, Any] = msgspec.field(default_factory=dict)
+    created_at: datetime
+
+
+class ExportedProposal(Model, kw_only=True):
+    id: uuid.UUID
+    user_id: str
+    project_id: str | None = None
+    kind: str
+    target_ids: list[uuid.UUID]
+    payload: dict[str, Any] = msgspec.field(default_factory=dict)
+    rationale: str | None = None
+    status: str
+    model: str | None = None
+    created_at: datetime
+    decided_at: datetime | None = None
+    applied_at: datetime | None = None
+
+
+class ExportDocument(Model, kw_only=True):
+    version: int
+    exported_at: datetime
+    embed_model: str | None = None
+    user_id: str | None = None
+    project_id: str | None = None
+    memories: list[ExportedMemory]
+    events: list[ExportedEvent] = msgspec.field(default_factory=list)
+    proposals: list[ExportedProposal] = msgspec.field(default_factory=list)
+
+
+MemoryPage = Page[Memory]
+ProposalPage = Page[Proposal]
+EventPage = Page[Event]
