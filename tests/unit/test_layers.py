@@ -22,6 +22,8 @@ LAYERS = {
     "app.__main__": 10,
     "app.state": 9,  # the process's clients, which the API layer builds request contexts from
     "app.portability.cli": 10,
+    "app.tenancy.cli": 10,
+    "app.remote": 10,
     "app.api": 9,
     "app.agent": 8,
     "app.dream": 8,
@@ -57,7 +59,9 @@ def module_name(path: Path) -> str:
 def imports(path: Path) -> set[str]:
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        if isinstance(node, ast.ImportFrom) and node.module == "app" and node.level == 0:
+            found.update(f"app.{alias.name}" for alias in node.names)  # from app import remote
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.add(node.module)
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
