@@ -22,6 +22,7 @@ from app.api.deps import (
     provide_transaction,
     provide_usage_repository,
 )
+from app.api.directory import DirectoryController
 from app.api.dream import DreamController
 from app.api.errors import EXCEPTION_HANDLERS
 from app.api.health import HealthController
@@ -34,6 +35,7 @@ from app.db.spare import SpareReads
 from app.db.urls import app_role_url
 from app.embeddings.base import Embedder
 from app.embeddings.factory import build_embedder
+from app.inspector.routes import inspector_router
 from app.lib.clock import Clock, SystemClock
 from app.lib.heap import tune_for_serving
 from app.lib.logging import configure_logging
@@ -139,6 +141,8 @@ def create_app(
             import_router(settings.max_import_bytes),
             DreamController,
             TimelineController,
+            DirectoryController,
+            inspector_router(),
         ],
         plugins=[SQLAlchemyPlugin(config=db_config)],
         dependencies={

@@ -152,7 +152,12 @@ class Recaller:
             )
             for inc in packed.included
         ]
-        skipped = [SkippedMemory(s.item.ref.id, s.reason, s.item.score) for s in packed.skipped]
+        skipped = [
+            SkippedMemory(
+                s.item.ref.id, s.reason, s.item.score, s.item.relevance, candidates.components[s.item.ref.id]
+            )
+            for s in packed.skipped
+        ]
         return RecallResult(
             context=packed.context,
             token_budget=budget,
