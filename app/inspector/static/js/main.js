@@ -59,7 +59,7 @@ function fail(err) {
 function showSignIn(message = "") {
   $("app").hidden = true;
   const input = h("input", { id: "key-input", type: "password", autocomplete: "off", required: true,
-    spellcheck: "false", placeholder: "egk_..." });
+    spellcheck: "false", placeholder: "egm_…" });
   const error = h("p", { id: "signin-error", class: "notice notice-error", role: "alert", hidden: !message }, message);
   const form = h("form", { class: "signin", "aria-labelledby": "signin-title" },
     h("h1", { id: "signin-title" }, "Engram inspector"),
