@@ -42,6 +42,13 @@ async def sign_in(page: Page, base: str, key: str) -> None:
     await page.fill("#key-input", key)
     await page.press("#key-input", "Enter")
     await expect(page.locator("#app")).to_be_visible()
+    await settled(page)
+
+
+async def settled(page: Page) -> None:
+    """The view has rendered for the current user, project and route (no render under way)."""
+    await expect(page.locator("#view")).not_to_have_attribute("aria-busy", "true")
+    await expect(page.locator("#view .view")).to_be_visible()
 
 
 async def use_user(page: Page, user_id: str) -> None:
@@ -49,13 +56,25 @@ async def use_user(page: Page, user_id: str) -> None:
     await page.fill("#new-user-id", user_id)
     await page.press("#new-user-id", "Enter")
     await expect(page.locator("#user-select")).to_have_value(user_id)
+    await settled(page)
+
+
+async def pick_user(page: Page, user_id: str) -> None:
+    """Pick a user from the list."""
+    await page.select_option("#user-select", user_id)
+    await settled(page)
+
+
+async def pick_project(page: Page, project_id: str) -> None:
+    await page.select_option("#project-select", project_id)
+    await settled(page)
 
 
 async def open_view(page: Page, name: str) -> None:
     """Go to a view through its menu link, as a person would, and wait until it has rendered."""
     await page.click(f"#nav a[data-view={name}]")
     await expect(page.locator(f"#nav a[data-view={name}]")).to_have_attribute("aria-current", "page")
-    await expect(page.locator("#view .view")).to_be_visible()
+    await settled(page)
 
 
 async def dismiss(page: Page) -> None:

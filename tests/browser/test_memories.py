@@ -6,7 +6,7 @@ from __future__ import annotations
 from playwright.async_api import Page, expect
 
 from tests.browser.conftest import Tab
-from tests.browser.pages import dismiss, notice, open_view, sign_in, use_user
+from tests.browser.pages import dismiss, notice, open_view, pick_project, pick_user, sign_in, use_user
 from tests.conftest import Api
 
 REACT = "Use React and Vite for the frontend"
@@ -71,7 +71,7 @@ async def test_pin_edit_archive_restore_and_forget_from_the_card(tab: Tab, api: 
     memory_id = created["memory"]["id"]
     page = tab.page
     await sign_in(page, tab.base, api.key)
-    await page.select_option("#user-select", "bob")
+    await pick_user(page, "bob")
     await open_view(page, "memories")
     card = page.locator(f"article.memory[data-memory-id='{memory_id}']")
 
@@ -112,7 +112,7 @@ async def test_filters_narrow_the_list_and_a_refused_action_is_a_message(tab: Ta
     await api.remember(user_id="cy", content="Cy lives in Porto", type="fact", project_id="home")
     page = tab.page
     await sign_in(page, tab.base, api.key)
-    await page.select_option("#user-select", "cy")
+    await pick_user(page, "cy")
     await open_view(page, "memories")
     cards = page.locator("#view article.memory")
     await expect(cards).to_have_count(3)
@@ -136,6 +136,6 @@ async def test_filters_narrow_the_list_and_a_refused_action_is_a_message(tab: Ta
 
     await page.fill("form.filters input[name=q]", "")
     await page.click("form.filters button[type=submit]")
-    await page.select_option("#project-select", "home")
+    await pick_project(page, "home")
     await expect(cards).to_have_count(1)
     await expect(cards.first).to_contain_text("project home")

@@ -35,7 +35,7 @@ const ctx = {
   reload: () => render().catch(fail),
 };
 
-/** A message at the top of the page; errors stay until dismissed or replaced, others fade. */
+/** A message at the top of the page, until dismissed, replaced, or another view is opened. */
 function notify(text, kind = "info") {
   const box = $("notice");
   const close = button("Dismiss", () => box.replaceChildren(), { class: "link", "aria-label": "Dismiss message" });
@@ -135,6 +135,7 @@ async function pickUser(userId) {
   ctx.userId = userId;
   ctx.projectId = "";
   saveScope();
+  $("view").setAttribute("aria-busy", "true");
   await loadUsers();
   await render();
 }
@@ -178,10 +179,13 @@ function route() {
 }
 
 let renderCount = 0;
+let shownRoute = null;
 
 async function render() {
   if (!session.key()) return;
   const { name, arg } = route();
+  if (location.hash !== shownRoute) $("notice").replaceChildren(); // messages belong to the view they came from
+  shownRoute = location.hash;
   const entry = VIEWS.find(([id]) => id === name);
   for (const a of document.querySelectorAll("#nav a")) {
     if (a.dataset.view === name) a.setAttribute("aria-current", "page");
@@ -190,6 +194,7 @@ async function render() {
   const main = $("view");
   const mine = ++renderCount; // a slower earlier render must not overwrite a later one
   const target = h("div", { class: "view" });
+  main.setAttribute("aria-busy", "true");
   fill(main, h("p", { class: "muted" }, "Loading…"));
   try {
     if (name === "memories" && arg) await memoryView(target, ctx, arg);
@@ -201,6 +206,7 @@ async function render() {
   }
   if (mine === renderCount) {
     fill(main, target);
+    main.removeAttribute("aria-busy");
     document.title = `${entry ? entry[1] : "Inspector"} · Engram inspector`;
   }
 }

@@ -115,6 +115,8 @@ export async function memoryView(target, ctx, memoryId) {
   );
 }
 
+const clip = (text, n = 48) => (text && text.length > n ? `${text.slice(0, n - 1)}…` : text);
+
 /** Events as a table: when, what, who, why, and the details the write path recorded. */
 export function eventTable(events, known = new Map()) {
   if (!events.length) return h("p", { class: "empty" }, "No events.");
@@ -123,7 +125,7 @@ export function eventTable(events, known = new Map()) {
     h("tbody", {}, events.map((e) => h("tr", {},
       h("td", {}, when(e.created_at)),
       h("td", {}, h("span", { class: `badge badge-${e.kind}` }, e.kind)),
-      h("td", {}, e.memory_id ? link(known.get(e.memory_id)?.content?.slice(0, 40) || String(e.memory_id).slice(0, 8),
+      h("td", {}, e.memory_id ? link(clip(known.get(e.memory_id)?.content) || String(e.memory_id).slice(0, 8),
         `memories/${enc(e.memory_id)}`) : "—"),
       h("td", {}, e.actor),
       h("td", {}, e.reason || ""),
