@@ -16,6 +16,9 @@ def encode_key_cursor(key: str) -> str:
 def decode_key_cursor(cursor: str) -> str:
     """The sort key a cursor carries; a 422 when it is not one `encode_key_cursor` made."""
     try:
-        return base64.urlsafe_b64decode(cursor.encode()).decode()
+        key = base64.urlsafe_b64decode(cursor.encode()).decode()
     except (binascii.Error, UnicodeError, ValueError) as exc:
         raise ValidationFailed("cursor is not one this service returned") from exc
+    if "\x00" in key:  # no identifier holds one, and PostgreSQL text cannot
+        raise ValidationFailed("cursor is not one this service returned")
+    return key

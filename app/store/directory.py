@@ -7,9 +7,11 @@ an erase removes them). Every statement names the tenant; RLS is the second wall
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import InstrumentedAttribute
 
 from app.db.models import Memory
 from app.memory.types import LIVE_STATUSES
@@ -36,37 +38,29 @@ class Directory:
         Grouped in the order of `ix_memories_scope` (tenant_id, user_id, ...), so a page reads its
         users' index entries and stops.
         """
-        conditions = [Memory.tenant_id == self.tenant]
-        if after is not None:
-            conditions.append(Memory.user_id > after)
-        query = (
-            select(Memory.user_id, *_counts())
-            .where(*conditions)
-            .group_by(Memory.user_id)
-            .order_by(Memory.user_id)
-            .limit(limit + 1)
-        )
-        rows = (await self.session.execute(query)).all()
-        return [Holding(r.user_id, r.memories, r.live) for r in rows]
+        return await self._holdings(Memory.user_id, [], after=after, limit=limit)
 
     async def projects(self, user_id: str, *, after: str | None, limit: int) -> list[Holding]:
         """A user's project ids in order, after `after` (global memories, project_id null, are not one)."""
-        conditions = [
-            Memory.tenant_id == self.tenant,
-            Memory.user_id == user_id,
-            Memory.project_id.is_not(None),
-        ]
+        scope = [Memory.user_id == user_id, Memory.project_id.is_not(None)]
+        return await self._holdings(Memory.project_id, scope, after=after, limit=limit)
+
+    async def _holdings(
+        self,
+        key: InstrumentedAttribute[Any],
+        conditions: list[ColumnElement[bool]],
+        *,
+        after: str | None,
+        limit: int,
+    ) -> list[Holding]:
+        where = [Memory.tenant_id == self.tenant, *conditions]
         if after is not None:
-            conditions.append(Memory.project_id > after)
+            where.append(key > after)
         query = (
-            select(Memory.project_id, *_counts())
-            .where(*conditions)
-            .group_by(Memory.project_id)
-            .order_by(Memory.project_id)
-            .limit(limit + 1)
+            select(key.label("key"), *_counts()).where(*where).group_by(key).order_by(key).limit(limit + 1)
         )
         rows = (await self.session.execute(query)).all()
-        return [Holding(r.project_id, r.memories, r.live) for r in rows]
+        return [Holding(r.key, r.memories, r.live) for r in rows]
 
 
 def _counts() -> tuple[ColumnElement[int], ColumnElement[int]]:

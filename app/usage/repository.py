@@ -120,16 +120,4 @@ class UsageRepository:
             .group_by(bucket, UsageEvent.model, UsageEvent.kind)
             .order_by(bucket, UsageEvent.model, UsageEvent.kind)
         )
-        rows = (await self.session.execute(query)).all()
-        return [
-            UsageBucket(
-                start=r.start,
-                model=r.model,
-                kind=r.kind,
-                calls=int(r.calls),
-                prompt_tokens=int(r.prompt_tokens),
-                completion_tokens=int(r.completion_tokens),
-                total_tokens=int(r.total_tokens),
-            )
-            for r in rows
-        ]
+        return [UsageBucket(**r._asdict()) for r in (await self.session.execute(query)).all()]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from playwright.async_api import BrowserContext, Page, Request, expect
+from playwright.async_api import BrowserContext, Locator, Page, Request, expect
 
 
 @dataclass
@@ -90,3 +90,10 @@ async def notice(page: Page) -> str:
     text = page.locator("#notice .notice > span")
     await expect(text).to_be_visible()
     return await text.inner_text()
+
+
+async def facts(dl: Locator) -> dict[str, str]:
+    """A receipt or report shown as a definition list, as {term: value}."""
+    terms = await dl.locator("dt").all_inner_texts()
+    values = await dl.locator("dd").all_inner_texts()
+    return dict(zip(terms, values, strict=True))

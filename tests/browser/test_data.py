@@ -10,7 +10,7 @@ from pathlib import Path
 from playwright.async_api import expect
 
 from tests.browser.conftest import Tab
-from tests.browser.pages import notice, open_view, pick_user, sign_in
+from tests.browser.pages import facts, notice, open_view, pick_user, sign_in
 from tests.conftest import Api
 
 
@@ -40,16 +40,10 @@ async def test_an_erase_needs_the_user_id_typed_back_and_shows_its_receipt(tab: 
     await confirm.click()
     receipt = page.locator("#view .receipt")
     await expect(receipt).to_contain_text("Erase receipt")
-    facts = dict(
-        zip(
-            await receipt.locator("dt").all_inner_texts(),
-            await receipt.locator("dd").all_inner_texts(),
-            strict=True,
-        )
-    )
-    assert facts["user"] == "erin"
-    assert facts["memories"] == "2"
-    assert int(facts["events"]) >= 2
+    shown = await facts(receipt)
+    assert shown["user"] == "erin"
+    assert shown["memories"] == "2"
+    assert int(shown["events"]) >= 2
     assert "Erased user erin" in await notice(page)
     assert (await api.get("/v1/memories", user_id="erin")).json()["items"] == []
     assert len((await api.get("/v1/memories", user_id="keep")).json()["items"]) == 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 from playwright.async_api import expect
 
 from tests.browser.conftest import Tab
-from tests.browser.pages import notice, open_view, pick_user, sign_in
+from tests.browser.pages import facts, notice, open_view, pick_user, sign_in
 from tests.conftest import Api
 
 TEA = "I prefer green tea in the afternoon"
@@ -100,14 +100,8 @@ async def test_a_merge_proposal_is_approved_and_applied_from_the_ui(tab: Tab, ap
     await page.get_by_role("button", name="Apply approved proposals").click()
     report = page.locator("#view .report")
     await expect(report).to_contain_text("Apply report")
-    facts = dict(
-        zip(
-            await report.locator("dt").all_inner_texts(),
-            await report.locator("dd").all_inner_texts(),
-            strict=True,
-        )
-    )
-    assert (facts["applied"], facts["merged"], facts["stale"]) == ("1", "1", "0")
+    shown = await facts(report)
+    assert (shown["applied"], shown["merged"], shown["stale"]) == ("1", "1", "0")
     await expect(card.locator(".badge-applied")).to_be_visible()
 
     assert (await api.memory(a["id"]))["status"] == "superseded"

@@ -101,6 +101,8 @@ async def test_bad_paging_input_is_a_422_in_the_error_shape(api: Api) -> None:
     for path, params in [
         ("/v1/users", {"cursor": "%%%not-base64"}),
         ("/v1/users", {"cursor": "//8="}),  # valid base64, not UTF-8
+        ("/v1/users", {"cursor": "AA=="}),  # a NUL, which no identifier (and no PostgreSQL text) holds
+        ("/v1/projects", {"user_id": "ana", "cursor": "YQBi"}),  # "a\0b"
         ("/v1/users", {"limit": 0}),
         ("/v1/users", {"limit": 501}),
         ("/v1/projects", {"user_id": "ana", "limit": "many"}),

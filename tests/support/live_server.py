@@ -32,6 +32,7 @@ class LiveServer:
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(
             self.app,
+            interface="asgi3",
             lifespan=self.lifespan,
             log_level="warning",
             access_log=False,
