@@ -12,7 +12,7 @@ from pathlib import Path
 
 from playwright.async_api import Browser, Playwright
 
-CHROMIUM = Path(os.environ.get("ENGRAM_CHROMIUM", "/usr/bin/chromium"))
+DEBIAN_CHROMIUM = Path("/usr/bin/chromium")
 # As root in a container: no sandbox, no GPU; nothing in the background that could reach a network.
 ARGS = [
     "--headless",
@@ -31,16 +31,20 @@ class BrowserMissing(RuntimeError):
 
 
 def chromium_path() -> Path:
-    """The browser binary, or a clear error saying how to install it."""
-    found = CHROMIUM if CHROMIUM.exists() else None
-    if found is None and (which := shutil.which("chromium")):
-        found = Path(which)
-    if found is None:
-        raise BrowserMissing(
-            f"chromium not found at {CHROMIUM} or on PATH: the browser tests need Debian's chromium "
-            "(`apt-get install chromium`; deploy/test.sh installs it) or ENGRAM_CHROMIUM=/path/to/chromium"
-        )
-    return found
+    """The browser binary (`ENGRAM_CHROMIUM` if set, else Debian's), or an error saying how to get it."""
+    chosen = os.environ.get("ENGRAM_CHROMIUM")
+    if chosen:
+        if not Path(chosen).is_file():
+            raise BrowserMissing(f"ENGRAM_CHROMIUM={chosen} is not a file: the browser tests need chromium")
+        return Path(chosen)
+    if DEBIAN_CHROMIUM.is_file():
+        return DEBIAN_CHROMIUM
+    if found := shutil.which("chromium"):
+        return Path(found)
+    raise BrowserMissing(
+        f"chromium is not at {DEBIAN_CHROMIUM} nor on PATH: the browser tests need Debian's chromium "
+        "(`apt-get install chromium`, which deploy/test.sh runs) or ENGRAM_CHROMIUM=/path/to/chromium"
+    )
 
 
 async def launch(playwright: Playwright) -> Browser:
