@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 
 import pytest
-from playwright.async_api import Browser, Page, async_playwright
+from playwright.async_api import Browser, Page, async_playwright, expect
 
 from app.lib.settings import Settings
 from app.main import create_app
@@ -19,6 +19,10 @@ from tests.support.browser import BrowserMissing, chromium_path, launch
 from tests.support.live_server import LiveServer
 
 LAPTOP = {"width": 1280, "height": 800}
+# The machine's 2 cores are shared with the database, the server and other work: wait up to 15 s for a
+# page to show what a test expects (Playwright's default is 5 s), as long as for an action.
+TIMEOUT_MS = 15_000
+expect.set_options(timeout=TIMEOUT_MS)
 
 
 @pytest.fixture(scope="session")
@@ -51,7 +55,7 @@ class Tab:
 async def tab(browser: Browser, live_server: LiveServer) -> AsyncIterator[Tab]:
     context = await browser.new_context(viewport=LAPTOP, accept_downloads=True)
     page = await context.new_page()
-    page.set_default_timeout(15_000)
+    page.set_default_timeout(TIMEOUT_MS)
     tab = Tab(page, RequestLog(live_server.url), live_server.url)
     tab.requests.attach(context)
     page.on("pageerror", lambda exc: tab.errors.append(str(exc)))

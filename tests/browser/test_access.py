@@ -6,7 +6,7 @@ from __future__ import annotations
 from playwright.async_api import expect
 
 from tests.browser.conftest import Tab
-from tests.browser.pages import notice, open_view, sign_in, use_user
+from tests.browser.pages import notice, open_view, settled, sign_in, use_user
 from tests.conftest import Api
 
 
@@ -54,6 +54,7 @@ async def test_sign_in_and_every_view_work_from_the_keyboard(tab: Tab, api: Api)
         await link.focus()
         await page.keyboard.press("Enter")
         await expect(link).to_have_attribute("aria-current", "page")
+        await settled(page)
 
 
 async def test_another_tenants_key_sees_nothing_of_ours(tab: Tab, api: Api, other_api: Api) -> None:

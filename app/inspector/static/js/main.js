@@ -222,7 +222,8 @@ async function start() {
     return;
   }
   await render();
-  $("view").focus({ preventScroll: true });
+  // To the view for keyboard and screen reader users, unless they have already moved on meanwhile.
+  if (document.activeElement === document.body) $("view").focus({ preventScroll: true });
 }
 
 function buildNav() {

@@ -68,7 +68,6 @@ export async function chatView(target, ctx) {
       message.focus();
     });
   });
-  message.focus();
 }
 
 async function agentTurn(reply, ctx) {

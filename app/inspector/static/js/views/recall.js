@@ -49,7 +49,6 @@ export async function recallView(target, ctx) {
       }
     });
   });
-  query.focus();
 }
 
 /** The recall's result; also used by the chat view for a turn's trace. */
