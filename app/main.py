@@ -30,6 +30,7 @@ from app.api.memories import MemoryController, RecallController
 from app.api.middleware import access_log_middleware
 from app.api.portability import PortabilityController, PrivacyController, import_router
 from app.api.timeline import TimelineController
+from app.api.usage_series import UsageSeriesController
 from app.db.session import create_engine
 from app.db.spare import SpareReads
 from app.db.urls import app_role_url
@@ -142,6 +143,7 @@ def create_app(
             DreamController,
             TimelineController,
             DirectoryController,
+            UsageSeriesController,
             inspector_router(),
         ],
         plugins=[SQLAlchemyPlugin(config=db_config)],

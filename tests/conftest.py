@@ -18,7 +18,8 @@ from app.lib.clock import Clock
 from app.lib.settings import Settings
 from app.main import create_app
 from app.tenancy import admin
-from tests.support.database import TestDatabase, test_database, test_settings
+from tests.support.database import TestDatabase, test_database
+from tests.support.settings import test_settings
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import asdict
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -19,7 +18,6 @@ from app.api.guards import require_bearer
 from app.api.schemas import NO_NUL, Ident, MemoryOut, Strict, Text, TraceOut
 from app.lib.validation import check_time
 from app.usage.repository import UsageRepository
-from app.usage.series import Bucket, series_step
 
 MaybeIdent = Annotated[str | None, QueryParameter(max_length=200, pattern=NO_NUL)]
 MaybeTime = Annotated[datetime | None, QueryParameter()]
@@ -68,23 +66,6 @@ class ActionOut(msgspec.Struct, kw_only=True):
 
 class ExtractOut(msgspec.Struct, kw_only=True):
     actions: list[ActionOut]
-
-
-class UsageBucketOut(msgspec.Struct, kw_only=True):
-    start: datetime
-    model: str
-    kind: str
-    calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    total_tokens: int
-
-
-class UsageSeriesOut(msgspec.Struct, kw_only=True):
-    bucket: str
-    since: datetime
-    until: datetime
-    items: list[UsageBucketOut]  # buckets with calls only, oldest first
 
 
 class AgentController(Controller):
@@ -136,21 +117,3 @@ class AgentController(Controller):
         check_time("since", since)
         check_time("until", until)
         return await usage_repository.aggregate(since=since, until=until, user_id=user_id)
-
-    @get("/usage/series", description="Tokens per model and kind in buckets from since (buckets with calls).")
-    async def usage_series(
-        self,
-        usage_repository: NamedDependency[UsageRepository],
-        since: Annotated[datetime, QueryParameter()],
-        until: Annotated[datetime, QueryParameter()],
-        bucket: Annotated[Bucket, QueryParameter()] = "hour",
-        user_id: MaybeIdent = None,
-    ) -> UsageSeriesOut:
-        step = series_step(since, until, bucket)
-        rows = await usage_repository.series(since=since, until=until, step=step, user_id=user_id)
-        return UsageSeriesOut(
-            bucket=bucket,
-            since=since,
-            until=until,
-            items=[UsageBucketOut(**asdict(r)) for r in rows],
-        )

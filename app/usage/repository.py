@@ -1,9 +1,8 @@
-"""Usage events: written once per model call, aggregated for `GET /v1/usage` and `/v1/usage/series`."""
+"""Usage events: written once per model call, aggregated for `GET /v1/usage`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select
@@ -12,19 +11,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.db.models import UsageEvent
 from app.tenancy.types import TenantId
 from app.usage.meter import UsageMeter
-
-
-@dataclass(frozen=True, slots=True)
-class UsageBucket:
-    """The calls of one model and kind in one time bucket."""
-
-    start: datetime
-    model: str
-    kind: str
-    calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    total_tokens: int
 
 
 class UsageRepository:
@@ -90,34 +76,3 @@ class UsageRepository:
             "by_model": {r.model: row_dict(r) for r in by_model},
             "by_kind": {r.kind: row_dict(r) for r in by_kind},
         }
-
-    async def series(
-        self, *, since: datetime, until: datetime, step: timedelta, user_id: str | None
-    ) -> list[UsageBucket]:
-        """Tokens per bucket of `step` from `since` (buckets start at `since + k * step`), model and kind.
-
-        Only buckets with calls come back; a chart fills the gaps with zeros.
-        """
-        bucket = func.date_bin(step, UsageEvent.created_at, since).label("start")
-        conditions: list[Any] = [
-            UsageEvent.tenant_id == self.tenant,
-            UsageEvent.created_at >= since,
-            UsageEvent.created_at < until,
-        ]
-        if user_id is not None:
-            conditions.append(UsageEvent.user_id == user_id)
-        query = (
-            select(
-                bucket,
-                UsageEvent.model,
-                UsageEvent.kind,
-                func.count().label("calls"),
-                func.sum(UsageEvent.prompt_tokens).label("prompt_tokens"),
-                func.sum(UsageEvent.completion_tokens).label("completion_tokens"),
-                func.sum(UsageEvent.total_tokens).label("total_tokens"),
-            )
-            .where(*conditions)
-            .group_by(bucket, UsageEvent.model, UsageEvent.kind)
-            .order_by(bucket, UsageEvent.model, UsageEvent.kind)
-        )
-        return [UsageBucket(**r._asdict()) for r in (await self.session.execute(query)).all()]

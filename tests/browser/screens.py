@@ -24,8 +24,9 @@ from tests.browser.pages import RequestLog, open_view, pick_user, sign_in
 from tests.browser.tour import USER, seed, tour
 from tests.conftest import Api
 from tests.support.browser import launch
-from tests.support.database import TestDatabase, test_database, test_settings
+from tests.support.database import TestDatabase, test_database
 from tests.support.live_server import LiveServer
+from tests.support.settings import test_settings
 
 PHONE = {"width": 390, "height": 844}
 
