@@ -16,6 +16,7 @@ from app.agent.providers.factory import build_chat_provider
 from app.agent.providers.offline import OfflineModel
 from app.api.agent import AgentController
 from app.api.deps import DEPENDENCIES
+from app.api.directory import DirectoryController
 from app.api.dream import DreamController
 from app.api.errors import EXCEPTION_HANDLERS
 from app.api.health import HealthController
@@ -23,11 +24,13 @@ from app.api.memories import MemoryController, RecallController
 from app.api.middleware import access_log_middleware
 from app.api.portability import PortabilityController, PrivacyController, import_router
 from app.api.timeline import TimelineController
+from app.api.usage_series import UsageSeriesController
 from app.db.session import create_engine
 from app.db.spare import SpareReads
 from app.db.urls import app_role_url
 from app.embeddings.base import Embedder
 from app.embeddings.factory import build_embedder
+from app.inspector.routes import inspector_router
 from app.lib.clock import Clock, SystemClock
 from app.lib.heap import tune_for_serving
 from app.lib.logging import configure_logging
@@ -59,6 +62,8 @@ ROUTES = [
     PrivacyController,
     DreamController,
     TimelineController,
+    DirectoryController,
+    UsageSeriesController,
 ]
 
 
@@ -98,7 +103,7 @@ def create_app(
         create_all=False,
     )
     return Litestar(
-        route_handlers=[*ROUTES, import_router(settings.max_import_bytes)],
+        route_handlers=[*ROUTES, import_router(settings.max_import_bytes), inspector_router()],
         plugins=[SQLAlchemyPlugin(config=db_config)],
         dependencies=DEPENDENCIES,
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]

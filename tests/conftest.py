@@ -19,6 +19,7 @@ from app.lib.settings import Settings
 from app.main import create_app
 from app.tenancy import admin
 from tests.support.database import TestDatabase, test_database
+from tests.support.settings import test_settings
 
 
 @pytest.fixture(scope="session")
@@ -29,17 +30,7 @@ def database() -> Iterator[TestDatabase]:
 
 @pytest.fixture(scope="session")
 def settings(database: TestDatabase, tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    return Settings(
-        database_url=database.owner_url,
-        app_database_url=database.app_url,
-        embedder="hash",
-        data_dir=tmp_path_factory.mktemp("data"),
-        log_json=True,
-        db_pool_size=20,
-        db_max_overflow=40,
-        reinforce_interval_s=0,  # deterministic store snapshots; batched mode: test_reinforcement.py
-        spare_keyword_min_rows=0,  # every recall's text half on a spare connection when one is free
-    )
+    return test_settings(database, tmp_path_factory.mktemp("data"))
 
 
 @pytest.fixture(scope="session")

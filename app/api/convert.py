@@ -47,7 +47,12 @@ def recall_out(result: RecallResult, explain: bool) -> RecallOut:
     if explain:
         trace = TraceOut(
             included=[IncludedOut(id=m.memory.id, score=m.score, tokens=m.tokens) for m in result.memories],
-            skipped=[SkippedOut(id=s.id, reason=s.reason, score=s.score) for s in result.skipped],
+            skipped=[
+                SkippedOut(
+                    id=s.id, reason=s.reason, score=s.score, relevance=s.relevance, components=s.components
+                )
+                for s in result.skipped
+            ],
             candidates=result.candidates,
             plan=result.plan,
             min_relevance=result.min_relevance,

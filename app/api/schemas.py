@@ -129,6 +129,8 @@ class SkippedOut(msgspec.Struct, kw_only=True):
     id: uuid.UUID
     reason: str
     score: float
+    relevance: float
+    components: dict[str, float]
 
 
 class IncludedOut(msgspec.Struct, kw_only=True):

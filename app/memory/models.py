@@ -69,6 +69,8 @@ class SkippedMemory:
     id: uuid.UUID
     reason: str
     score: float
+    relevance: float
+    components: dict[str, float]
 
 
 @dataclass(frozen=True, slots=True)

@@ -169,7 +169,12 @@ def _result(
         token_budget=budget,
         tokens_used=packed.tokens_used,
         memories=memories,
-        skipped=[SkippedMemory(s.item.ref.id, s.reason, s.item.score) for s in packed.skipped],
+        skipped=[
+            SkippedMemory(
+                s.item.ref.id, s.reason, s.item.score, s.item.relevance, candidates.components[s.item.ref.id]
+            )
+            for s in packed.skipped
+        ],
         candidates=candidates.count,
         plan=plan,
         min_relevance=floor,

@@ -40,6 +40,9 @@ ALL_ROUTES: list[tuple[str, str, dict[str, Any], Any]] = [
     ("POST", "/v1/recall", {}, {"user_id": USER, "query": "code editor"}),
     ("POST", "/v1/forget", {}, {"user_id": USER, "query": EDITOR}),
     ("GET", "/v1/stats", {"user_id": USER}, None),
+    ("GET", "/v1/users", {}, None),
+    ("GET", "/v1/projects", {"user_id": USER}, None),
+    ("GET", "/v1/usage/series", {"since": "2026-01-01T00:00:00Z", "until": "2026-01-02T00:00:00Z"}, None),
     *[r for r in ID_ROUTES if r[1] != "/v1/forget"],
 ]
 

@@ -36,7 +36,6 @@ import asyncio
 import base64
 import contextlib
 import json
-import socket
 import struct
 import threading
 import time
@@ -46,9 +45,8 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
 
-import uvicorn
-
 from app.embeddings.hashing import HashEmbedder
+from tests.support.live_server import LiveServer
 
 __all__ = ["ChatStep", "ScriptedCall", "ScriptedOpenAI", "Step", "ToolCall"]
 
@@ -184,58 +182,26 @@ class ScriptedOpenAI:
         self._completion_counter = 0
         self._embedders: dict[int, HashEmbedder] = {}
         self._closing = threading.Event()
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._live: LiveServer | None = None
         self._port: int | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> Self:
         """Bind an ephemeral port and serve in a daemon thread; returns once accepting connections."""
-        if self._thread is not None:
+        if self._live is not None:
             raise RuntimeError("ScriptedOpenAI already started")
-        # Binding the socket ourselves gives us the port before the server thread runs.
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        self._port = sock.getsockname()[1]
-        config = uvicorn.Config(
-            self._app,
-            interface="asgi3",
-            lifespan="off",
-            log_level="warning",
-            access_log=False,
-            http="h11",
-            loop="asyncio",
-            timeout_graceful_shutdown=2,
-        )
-        server = uvicorn.Server(config)
-        self._server = server
         self._closing.clear()
-        thread = threading.Thread(
-            target=server.run, kwargs={"sockets": [sock]}, daemon=True, name="scripted-openai"
-        )
-        self._thread = thread
-        thread.start()
-        deadline = time.monotonic() + 10.0
-        while not server.started:
-            if not thread.is_alive() or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("ScriptedOpenAI failed to start")
-            time.sleep(0.01)
+        self._live = LiveServer(self._app, lifespan="off", name="scripted-openai").start()
+        self._port = self._live.port
         return self
 
     def stop(self) -> None:
         """Stop serving: injected delays are cut short and the thread is joined."""
         self._closing.set()
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10.0)
-            if self._thread.is_alive():
-                raise RuntimeError("ScriptedOpenAI thread did not stop within 10 s")
-        self._thread = None
-        self._server = None
+        if self._live is not None:
+            self._live.stop()
+        self._live = None
 
     def __enter__(self) -> Self:
         return self.start()
