@@ -28,6 +28,7 @@ from app.api.health import HealthController
 from app.api.memories import MemoryController, RecallController
 from app.api.middleware import access_log_middleware
 from app.api.portability import PortabilityController, PrivacyController, import_router
+from app.api.request import StrictJSONRequest
 from app.api.timeline import TimelineController
 from app.db.session import create_engine
 from app.db.spare import SpareReads
@@ -153,6 +154,7 @@ def create_app(
         lifespan=[lifespan],
         state=State({"services": services, "engine": engine}),
         request_max_body_size=settings.max_body_bytes,
+        request_class=StrictJSONRequest,
         openapi_config=OpenAPIConfig(title="Engram", version="0.1.0", path="/schema"),
         debug=False,
     )

@@ -28,11 +28,9 @@ from app.api.schemas import (
     RememberOut,
     StatsOut,
 )
-from app.lib.errors import ValidationFailed
 from app.memory.models import ForgetFilter
 from app.memory.service import MemoryService
 
-MAX_BATCH = 1000
 Service = NamedDependency[MemoryService]
 MemoryId = FromPath[uuid.UUID]
 Limit = Annotated[int, QueryParameter(ge=1, le=500)]
@@ -53,8 +51,6 @@ class MemoryController(Controller):
 
     @post("/batch", status_code=201)
     async def create_batch(self, data: JSONBody[BatchIn], memory_service: Service) -> BatchOut:
-        if not 1 <= len(data.items) <= MAX_BATCH:
-            raise ValidationFailed(f"items must hold between 1 and {MAX_BATCH} memories")
         results = await memory_service.remember_many([remember_input(i) for i in data.items])
         return BatchOut(results=[remember_out(r) for r in results])
 

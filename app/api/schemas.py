@@ -21,6 +21,10 @@ Unit = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 TEN_YEARS_S = 10 * 365 * 86400
 Ttl = Annotated[int, msgspec.Meta(gt=0, le=TEN_YEARS_S)]
 Days = Annotated[float, msgspec.Meta(ge=0.0, le=36500.0)]
+# Every list a client sends has a cap: tags are labels, not a store of their own.
+MAX_TAGS = 50
+Tags = Annotated[list[Tag], msgspec.Meta(max_length=MAX_TAGS)]
+TypeNames = Annotated[list[str], msgspec.Meta(max_length=50)]
 
 
 class Strict(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -37,7 +41,7 @@ class MemoryIn(Strict):
     importance: float = 0.5
     confidence: float = 0.8
     privacy: str = "public"
-    tags: list[Tag] = msgspec.field(default_factory=list)
+    tags: Tags = msgspec.field(default_factory=list)
     expires_at: When | None = None
     ttl_seconds: Ttl | None = None
     pinned: bool = False
@@ -45,8 +49,11 @@ class MemoryIn(Strict):
     summary: Text | None = None
 
 
+MAX_BATCH = 1000
+
+
 class BatchIn(Strict):
-    items: list[MemoryIn]
+    items: Annotated[list[MemoryIn], msgspec.Meta(min_length=1, max_length=MAX_BATCH)]
 
 
 class MemoryPatch(Strict):
@@ -56,7 +63,7 @@ class MemoryPatch(Strict):
     importance: float | msgspec.UnsetType = msgspec.UNSET
     confidence: float | msgspec.UnsetType = msgspec.UNSET
     privacy: str | msgspec.UnsetType = msgspec.UNSET
-    tags: list[Tag] | msgspec.UnsetType = msgspec.UNSET
+    tags: Tags | msgspec.UnsetType = msgspec.UNSET
     expires_at: When | msgspec.UnsetType | None = msgspec.UNSET
 
     def changes(self) -> dict[str, Any]:
@@ -68,7 +75,7 @@ class RecallIn(Strict):
     query: Text
     project_id: Ident | None = None
     token_budget: int | None = None
-    types: list[str] | None = None
+    types: TypeNames | None = None
     prefer_type: str | None = None
     min_relevance: Unit | None = None
     include_sensitive: bool = False

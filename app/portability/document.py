@@ -7,14 +7,14 @@ its first bad field with that field's path, before anything is written.
 from __future__ import annotations
 
 import math
-import re
 import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import msgspec
 
-from app.lib.errors import BadRequest, ValidationFailed
+from app.lib.errors import ValidationFailed
+from app.lib.jsonbody import DEFAULT_MAX_JSON_DEPTH, decode_strict
 from app.lib.validation import check_time
 from app.memory.types import (
     MemoryStatus,
@@ -35,6 +35,10 @@ Unit = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 Count = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]
 Digest = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{64}$")]
 Vector = Annotated[list[float], msgspec.Meta(min_length=1, max_length=16000)]
+# Caps on every list; the body limit (ENGRAM_MAX_IMPORT_BYTES) binds first in practice. Tags are capped
+# above the API's 50 so that memories stored before that cap still move.
+Tags = Annotated[list[Tag], msgspec.Meta(max_length=1000)]
+Ids = Annotated[list[uuid.UUID], msgspec.Meta(max_length=1000)]
 EventKindName = Annotated[str, msgspec.Meta(min_length=1, max_length=32, pattern=r"^[a-z][a-z_]*$")]
 
 
@@ -58,7 +62,7 @@ class ExportedMemory(_Strict, kw_only=True):
     salience: Unit = 1.0
     confidence: Unit = 0.8
     privacy: Privacy = Privacy.PUBLIC
-    tags: list[Tag] = msgspec.field(default_factory=list)
+    tags: Tags = msgspec.field(default_factory=list)
     created_at: When | None = None
     updated_at: When | None = None
     valid_from: When | None = None
@@ -93,7 +97,7 @@ class ExportedProposal(_Strict, kw_only=True):
     user_id: Ident
     project_id: Ident | None = None
     kind: ProposalKind
-    target_ids: list[uuid.UUID]
+    target_ids: Ids
     payload: dict[str, Any] = msgspec.field(default_factory=dict)
     rationale: Text | None = None
     status: ProposalStatus
@@ -109,24 +113,20 @@ class ExportDocument(_Strict, kw_only=True):
     embed_model: str | None = None
     user_id: str | None = None
     project_id: str | None = None
-    memories: list[ExportedMemory]
-    events: list[ExportedEvent] = msgspec.field(default_factory=list)
-    proposals: list[ExportedProposal] = msgspec.field(default_factory=list)
+    memories: Annotated[list[ExportedMemory], msgspec.Meta(max_length=1_000_000)]
+    events: Annotated[list[ExportedEvent], msgspec.Meta(max_length=10_000_000)] = msgspec.field(
+        default_factory=list
+    )
+    proposals: Annotated[list[ExportedProposal], msgspec.Meta(max_length=1_000_000)] = msgspec.field(
+        default_factory=list
+    )
 
 
-_AT_PATH = re.compile(r"^(?P<message>.*?)(?: - at `\$\.?(?P<path>[^`]*)`)?$", re.DOTALL)
-
-
-def parse_document(raw: bytes) -> ExportDocument:
-    """Decode an export; a schema violation is a 422 naming the first bad field (`memories[3].type`)."""
-    try:
-        return msgspec.json.decode(raw, type=ExportDocument, strict=True)
-    except msgspec.ValidationError as exc:
-        match = _AT_PATH.match(str(exc))
-        message, path = (match["message"], match["path"]) if match else (str(exc), None)
-        raise ValidationFailed(f"{path}: {message}" if path else message) from exc
-    except msgspec.DecodeError as exc:
-        raise BadRequest(f"the document is not valid JSON: {exc}") from exc
+def parse_document(raw: bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> ExportDocument:
+    """Decode an export; a schema violation is a 422 naming the first bad field (`memories[3].type`),
+    unreadable or too deeply nested JSON a 400."""
+    document: ExportDocument = decode_strict(raw, ExportDocument, max_depth=max_depth)
+    return document
 
 
 def encode_document(doc: ExportDocument) -> bytes:
