@@ -24,8 +24,10 @@ from app.memory.types import (
     ProposalStatus,
     Source,
 )
+from app.portability.integrity import check_events, check_links
 
 FORMAT_VERSION: Literal[1] = 1
+FLOAT32_MAX = 3.4028234663852886e38
 NO_NUL = r"^[^\x00]*$"
 Ident = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=NO_NUL)]
 Text = Annotated[str, msgspec.Meta(pattern=NO_NUL)]
@@ -144,8 +146,11 @@ def _has_nul(value: object) -> bool:
 
 
 def _check_vector(where: str, vector: list[float], model: str | None, current: str, dim: int) -> None:
-    if not all(math.isfinite(x) for x in vector) or not any(vector):
-        raise ValidationFailed(f"{where}.embedding must be finite and not all zeros")
+    # pgvector stores float32: a larger finite value (1e308) fails in the INSERT, as a 500.
+    if not all(math.isfinite(x) and abs(x) <= FLOAT32_MAX for x in vector) or not any(vector):
+        raise ValidationFailed(
+            f"{where}.embedding must hold float32 numbers (|x| <= {FLOAT32_MAX:.4g}), not all zeros"
+        )
     if model == current and len(vector) != dim:
         raise ValidationFailed(
             f"{where}.embedding has {len(vector)} dimensions; {current} vectors have {dim}"
@@ -165,8 +170,11 @@ def _check_memory(where: str, m: ExportedMemory, max_chars: int, current: str, d
         _check_vector(where, m.embedding, m.embed_model, current, dim)
 
 
-def check_document(doc: ExportDocument, *, max_chars: int, embed_model: str, dim: int) -> None:
-    """What the schema cannot say: unique ids, lengths, time ranges, vector shape, NUL inside JSON."""
+def check_document(
+    doc: ExportDocument, *, max_chars: int, embed_model: str, dim: int, now: datetime | None = None
+) -> None:
+    """What the schema cannot say: unique ids, lengths, time ranges, vector shape, NUL inside JSON,
+    links and events that hold together (`integrity`)."""
     seen: dict[uuid.UUID, int] = {}
     for i, m in enumerate(doc.memories):
         where = f"memories[{i}]"
@@ -174,6 +182,8 @@ def check_document(doc: ExportDocument, *, max_chars: int, embed_model: str, dim
             raise ValidationFailed(f"{where}.id duplicates memories[{seen[m.id]}].id")
         seen[m.id] = i
         _check_memory(where, m, max_chars, embed_model, dim)
+    check_links(doc.memories)
+    check_events(doc, now)
     for i, e in enumerate(doc.events):
         check_time(f"events[{i}].created_at", e.created_at)
         if _has_nul(e.details):

@@ -26,6 +26,7 @@ from app.memory.retire import retire
 from app.memory.slots import content_hash, normalise_subject
 from app.memory.types import LIVE_STATUSES, EventKind, MemoryStatus, MemoryType, SupersedeRule
 from app.portability.document import ExportDocument, ExportedEvent, ExportedMemory, check_document
+from app.portability.integrity import imported_details
 from app.portability.repository import PortabilityRepository
 
 Progress = Callable[[int], object]
@@ -280,9 +281,9 @@ class Importer:
             user_id=e.user_id,
             project_id=e.project_id,
             kind=str(e.kind),
-            actor=e.actor,
+            actor=self.actor,  # the document's claim is kept in the details, not believed
             reason=_text(e.reason),
-            details=plan.remap_json(_json(e.details)),
+            details=plan.remap_json(_json(imported_details(e))),
             at=e.created_at,
         )
 
