@@ -23,6 +23,7 @@ from app.api.health import HealthController
 from app.api.memories import MemoryController, RecallController
 from app.api.middleware import access_log_middleware
 from app.api.portability import PortabilityController, PrivacyController, import_router
+from app.api.request import StrictJSONRequest
 from app.api.timeline import TimelineController
 from app.api.usage_series import UsageSeriesController
 from app.db.session import create_engine
@@ -111,6 +112,7 @@ def create_app(
         lifespan=[_lifespan(services, engine, on_shutdown, serving=serving)],
         state=State({"services": services, "engine": engine}),
         request_max_body_size=settings.max_body_bytes,
+        request_class=StrictJSONRequest,
         openapi_config=OpenAPIConfig(title="Engram", version="0.1.0", path="/schema"),
         debug=False,
     )

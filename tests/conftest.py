@@ -20,12 +20,20 @@ from app.main import create_app
 from app.tenancy import admin
 from tests.support.database import TestDatabase, test_database
 from tests.support.settings import test_settings
+from tests.support.probe import install_probe, written_contents
+
+pytest_plugins = ["tests.support.logsink", "pytester"]
 
 
 @pytest.fixture(scope="session")
-def database() -> Iterator[TestDatabase]:
+def database(pytestconfig: pytest.Config) -> Iterator[TestDatabase]:
     with test_database() as db:
+        install_probe(db.owner_url)
         yield db
+        # Read while the server still runs: the log sink checks these against every captured line.
+        sink = pytestconfig.pluginmanager.get_plugin("engram-logsink")  # tests.support.logsink.LOG_SINK
+        if sink is not None:
+            sink.contents.update(written_contents(db.owner_url))
 
 
 @pytest.fixture(scope="session")

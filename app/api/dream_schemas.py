@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
 from app.api.schemas import EventOut, Ident, Strict
 from app.db.models import DreamProposal
+from app.dream.apply import MAX_IDS
 from app.dream.models import ApplyReport
 from app.vocabulary import ProposalKind, ProposalStatus
 
@@ -21,7 +22,7 @@ class DreamIn(Strict):
 
 class ApplyIn(Strict):
     user_id: Ident | None = None
-    proposal_ids: list[uuid.UUID] | None = None
+    proposal_ids: Annotated[list[uuid.UUID], msgspec.Meta(min_length=1, max_length=MAX_IDS)] | None = None
 
 
 class ProposalOut(msgspec.Struct, kw_only=True):

@@ -8,6 +8,7 @@ from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from sqlalchemy.exc import DBAPIError
 
+from app.api.request import refused_body
 from app.embeddings.base import EmbeddingError
 from app.lib.errors import EngramError
 from app.lib.logging import get_logger
@@ -38,7 +39,9 @@ def engram_error(_: Request[Any, Any, Any], exc: EngramError) -> Response[dict[s
     return _error(exc.status_code, exc.code, exc.detail)
 
 
-def http_error(_: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, str]]:
+def http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, str]]:
+    if isinstance(exc, ValidationException) and (refused := refused_body(request)) is not None:
+        return engram_error(request, refused)  # the strict decoder's message, naming the field
     if isinstance(exc, ValidationException):
         # Malformed JSON is a 400; a well-formed body that breaks the schema is a 422.
         detail = str(exc.detail)

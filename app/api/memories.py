@@ -28,13 +28,11 @@ from app.api.schemas import (
     RememberOut,
     StatsOut,
 )
-from app.lib.errors import ValidationFailed
 from app.memory.models import ForgetFilter
 from app.memory.service import MemoryService
 from app.privacy.erase import Eraser
 from app.vocabulary import MemoryStatus, MemoryType
 
-MAX_BATCH = 1000
 Service = NamedDependency[MemoryService]
 MemoryId = FromPath[uuid.UUID]
 Limit = Annotated[int, QueryParameter(ge=1, le=500)]
@@ -55,8 +53,6 @@ class MemoryController(Controller):
 
     @post("/batch", status_code=201)
     async def create_batch(self, data: JSONBody[BatchIn], memory_service: Service) -> BatchOut:
-        if not 1 <= len(data.items) <= MAX_BATCH:
-            raise ValidationFailed(f"items must hold between 1 and {MAX_BATCH} memories")
         results = await memory_service.remember_many([remember_input(i) for i in data.items])
         return BatchOut(results=[remember_out(r) for r in results])
 

@@ -22,6 +22,10 @@ Unit = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 TEN_YEARS_S = 10 * 365 * 86400
 Ttl = Annotated[int, msgspec.Meta(gt=0, le=TEN_YEARS_S)]
 Days = Annotated[float, msgspec.Meta(ge=0.0, le=36500.0)]
+# Every list a client sends has a cap: tags are labels, not a store of their own.
+MAX_TAGS = 50
+Tags = Annotated[list[Tag], msgspec.Meta(max_length=MAX_TAGS)]
+TypeNames = Annotated[list[MemoryType], msgspec.Meta(max_length=50)]
 
 
 class Strict(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -38,7 +42,7 @@ class MemoryIn(Strict):
     importance: float = 0.5
     confidence: float = 0.8
     privacy: Privacy = Privacy.PUBLIC
-    tags: list[Tag] = msgspec.field(default_factory=list)
+    tags: Tags = msgspec.field(default_factory=list)
     expires_at: When | None = None
     ttl_seconds: Ttl | None = None
     pinned: bool = False
@@ -46,8 +50,11 @@ class MemoryIn(Strict):
     summary: Text | None = None
 
 
+MAX_BATCH = 1000
+
+
 class BatchIn(Strict):
-    items: list[MemoryIn]
+    items: Annotated[list[MemoryIn], msgspec.Meta(min_length=1, max_length=MAX_BATCH)]
 
 
 class MemoryPatch(Strict):
@@ -57,7 +64,7 @@ class MemoryPatch(Strict):
     importance: float | msgspec.UnsetType = msgspec.UNSET
     confidence: float | msgspec.UnsetType = msgspec.UNSET
     privacy: Privacy | msgspec.UnsetType = msgspec.UNSET
-    tags: list[Tag] | msgspec.UnsetType = msgspec.UNSET
+    tags: Tags | msgspec.UnsetType = msgspec.UNSET
     expires_at: When | msgspec.UnsetType | None = msgspec.UNSET
 
     def changes(self) -> dict[str, Any]:
@@ -69,7 +76,7 @@ class RecallIn(Strict):
     query: Text
     project_id: Ident | None = None
     token_budget: int | None = None
-    types: list[MemoryType] | None = None
+    types: TypeNames | None = None
     prefer_type: MemoryType | None = None
     min_relevance: Unit | None = None
     include_sensitive: bool = False

@@ -28,7 +28,11 @@ def create_engine(
 ) -> AsyncEngine:
     """An asyncpg engine with a health-checked pool (a dead pooled connection is replaced, not reused)."""
     engine = create_async_engine(
-        to_async_url(url), pool_size=pool_size, max_overflow=max_overflow, pool_recycle=1800
+        to_async_url(url),
+        pool_size=pool_size,
+        max_overflow=max_overflow,
+        pool_recycle=1800,
+        hide_parameters=True,  # an error's message never quotes parameters (memory content, user ids)
     )
     if pre_ping:
         check_on_checkout(engine, PING_AFTER_IDLE_S)

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import logging
 import sys
+import traceback
+from collections.abc import Iterator, MutableMapping
+from typing import Any
 
 import structlog
+from sqlalchemy.exc import StatementError
 
 from app.lib.redaction import redact_processor
 
@@ -21,6 +25,49 @@ class _Stderr:
         sys.stderr.flush()
 
 
+def _exception(exc_info: object) -> BaseException | None:
+    if isinstance(exc_info, BaseException):
+        return exc_info
+    if isinstance(exc_info, tuple) and len(exc_info) == 3 and isinstance(exc_info[1], BaseException):
+        return exc_info[1]
+    if exc_info is True:
+        return sys.exc_info()[1]
+    return None
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def drop_statements(
+    logger: object, method_name: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    """An error raised around a SQL statement is logged by type, SQLSTATE and stack only.
+
+    SQLAlchemy's message carries the statement (and, without `hide_parameters`, its parameters), and
+    the driver's message can quote a parameter ("invalid input for query argument $3: ..."): memory
+    content and user ids. So when any exception of the chain is a `StatementError`, no message of the
+    chain is kept, only what locates the fault: the types, the SQLSTATE and the frames (code, no values).
+    """
+    exc = _exception(event_dict.get("exc_info"))
+    if exc is None or not any(isinstance(e, StatementError) for e in _chain(exc)):
+        return event_dict
+    del event_dict["exc_info"]
+    chain = list(_chain(exc))
+    event_dict["error_chain"] = [type(e).__qualname__ for e in chain]
+    states = [getattr(getattr(e, "orig", None), "sqlstate", None) for e in chain]
+    event_dict["sqlstate"] = next((s for s in states if isinstance(s, str)), None)
+    # File, line and function only: a frame's source line can be a statement written in the code.
+    frames = traceback.extract_tb(exc.__traceback__)
+    event_dict["stack"] = [f"{f.filename}:{f.lineno} in {f.name}" for f in frames]
+    return event_dict
+
+
 def configure_logging(level: str = "INFO", json: bool = True) -> None:
     """Configure structlog once per process (idempotent)."""
     renderer: structlog.typing.Processor = (
@@ -31,6 +78,7 @@ def configure_logging(level: str = "INFO", json: bool = True) -> None:
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
+            drop_statements,  # before the traceback is rendered with the statement in its message
             structlog.processors.format_exc_info,
             redact_processor,
             renderer,

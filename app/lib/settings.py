@@ -8,6 +8,8 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.lib.jsonbody import DEFAULT_MAX_JSON_DEPTH
+
 EmbedderName = Literal["auto", "hash", "local", "openai"]
 
 DASHSCOPE_INTL_BASE_URL = "https://dashscope-intl.aliyuncs.com/compatible-mode/v1"
@@ -104,6 +106,9 @@ class Settings(BaseSettings):
     # Memory engine.
     max_content_chars: int = 8000
     max_body_bytes: int = 1024 * 1024
+    # Nesting of arrays and objects a JSON body may have, checked on its bytes before decoding (an
+    # export is 4 deep; ~1,000 levels make a recursive decoder raise).
+    max_json_depth: int = Field(default=DEFAULT_MAX_JSON_DEPTH, ge=2, le=500)
     max_import_bytes: int = 64 * 1024 * 1024  # POST /v1/import only: an export carries embeddings
     reembed_batch_size: int = 256  # rows per embedding call (and per commit in `engram reembed`)
     default_token_budget: int = 1024

@@ -7,14 +7,14 @@ its first bad field with that field's path, before anything is written.
 from __future__ import annotations
 
 import math
-import re
 import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import msgspec
 
-from app.lib.errors import BadRequest, ValidationFailed
+from app.lib.errors import ValidationFailed
+from app.lib.jsonbody import DEFAULT_MAX_JSON_DEPTH, decode_strict
 from app.lib.validation import check_time
 from app.vocabulary import (
     MemoryStatus,
@@ -24,8 +24,10 @@ from app.vocabulary import (
     ProposalStatus,
     Source,
 )
+from app.portability.integrity import check_events, check_links
 
 FORMAT_VERSION: Literal[1] = 1
+FLOAT32_MAX = 3.4028234663852886e38
 NO_NUL = r"^[^\x00]*$"
 Ident = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=NO_NUL)]
 Text = Annotated[str, msgspec.Meta(pattern=NO_NUL)]
@@ -35,6 +37,10 @@ Unit = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 Count = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]
 Digest = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{64}$")]
 Vector = Annotated[list[float], msgspec.Meta(min_length=1, max_length=16000)]
+# Caps on every list; the body limit (ENGRAM_MAX_IMPORT_BYTES) binds first in practice. Tags are capped
+# above the API's 50 so that memories stored before that cap still move.
+Tags = Annotated[list[Tag], msgspec.Meta(max_length=1000)]
+Ids = Annotated[list[uuid.UUID], msgspec.Meta(max_length=1000)]
 EventKindName = Annotated[str, msgspec.Meta(min_length=1, max_length=32, pattern=r"^[a-z][a-z_]*$")]
 
 
@@ -58,7 +64,7 @@ class ExportedMemory(_Strict, kw_only=True):
     salience: Unit = 1.0
     confidence: Unit = 0.8
     privacy: Privacy = Privacy.PUBLIC
-    tags: list[Tag] = msgspec.field(default_factory=list)
+    tags: Tags = msgspec.field(default_factory=list)
     created_at: When | None = None
     updated_at: When | None = None
     valid_from: When | None = None
@@ -93,7 +99,7 @@ class ExportedProposal(_Strict, kw_only=True):
     user_id: Ident
     project_id: Ident | None = None
     kind: ProposalKind
-    target_ids: list[uuid.UUID]
+    target_ids: Ids
     payload: dict[str, Any] = msgspec.field(default_factory=dict)
     rationale: Text | None = None
     status: ProposalStatus
@@ -109,24 +115,20 @@ class ExportDocument(_Strict, kw_only=True):
     embed_model: str | None = None
     user_id: str | None = None
     project_id: str | None = None
-    memories: list[ExportedMemory]
-    events: list[ExportedEvent] = msgspec.field(default_factory=list)
-    proposals: list[ExportedProposal] = msgspec.field(default_factory=list)
+    memories: Annotated[list[ExportedMemory], msgspec.Meta(max_length=1_000_000)]
+    events: Annotated[list[ExportedEvent], msgspec.Meta(max_length=10_000_000)] = msgspec.field(
+        default_factory=list
+    )
+    proposals: Annotated[list[ExportedProposal], msgspec.Meta(max_length=1_000_000)] = msgspec.field(
+        default_factory=list
+    )
 
 
-_AT_PATH = re.compile(r"^(?P<message>.*?)(?: - at `\$\.?(?P<path>[^`]*)`)?$", re.DOTALL)
-
-
-def parse_document(raw: bytes) -> ExportDocument:
-    """Decode an export; a schema violation is a 422 naming the first bad field (`memories[3].type`)."""
-    try:
-        return msgspec.json.decode(raw, type=ExportDocument, strict=True)
-    except msgspec.ValidationError as exc:
-        match = _AT_PATH.match(str(exc))
-        message, path = (match["message"], match["path"]) if match else (str(exc), None)
-        raise ValidationFailed(f"{path}: {message}" if path else message) from exc
-    except msgspec.DecodeError as exc:
-        raise BadRequest(f"the document is not valid JSON: {exc}") from exc
+def parse_document(raw: bytes, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> ExportDocument:
+    """Decode an export; a schema violation is a 422 naming the first bad field (`memories[3].type`),
+    unreadable or too deeply nested JSON a 400."""
+    document: ExportDocument = decode_strict(raw, ExportDocument, max_depth=max_depth)
+    return document
 
 
 def encode_document(doc: ExportDocument) -> bytes:
@@ -144,8 +146,11 @@ def _has_nul(value: object) -> bool:
 
 
 def _check_vector(where: str, vector: list[float], model: str | None, current: str, dim: int) -> None:
-    if not all(math.isfinite(x) for x in vector) or not any(vector):
-        raise ValidationFailed(f"{where}.embedding must be finite and not all zeros")
+    # pgvector stores float32: a larger finite value (1e308) fails in the INSERT, as a 500.
+    if not all(math.isfinite(x) and abs(x) <= FLOAT32_MAX for x in vector) or not any(vector):
+        raise ValidationFailed(
+            f"{where}.embedding must hold float32 numbers (|x| <= {FLOAT32_MAX:.4g}), not all zeros"
+        )
     if model == current and len(vector) != dim:
         raise ValidationFailed(
             f"{where}.embedding has {len(vector)} dimensions; {current} vectors have {dim}"
@@ -165,8 +170,11 @@ def _check_memory(where: str, m: ExportedMemory, max_chars: int, current: str, d
         _check_vector(where, m.embedding, m.embed_model, current, dim)
 
 
-def check_document(doc: ExportDocument, *, max_chars: int, embed_model: str, dim: int) -> None:
-    """What the schema cannot say: unique ids, lengths, time ranges, vector shape, NUL inside JSON."""
+def check_document(
+    doc: ExportDocument, *, max_chars: int, embed_model: str, dim: int, now: datetime | None = None
+) -> None:
+    """What the schema cannot say: unique ids, lengths, time ranges, vector shape, NUL inside JSON,
+    links and events that hold together (`integrity`)."""
     seen: dict[uuid.UUID, int] = {}
     for i, m in enumerate(doc.memories):
         where = f"memories[{i}]"
@@ -174,6 +182,8 @@ def check_document(doc: ExportDocument, *, max_chars: int, embed_model: str, dim
             raise ValidationFailed(f"{where}.id duplicates memories[{seen[m.id]}].id")
         seen[m.id] = i
         _check_memory(where, m, max_chars, embed_model, dim)
+    check_links(doc.memories)
+    check_events(doc, now)
     for i, e in enumerate(doc.events):
         check_time(f"events[{i}].created_at", e.created_at)
         if _has_nul(e.details):

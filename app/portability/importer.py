@@ -24,6 +24,7 @@ from app.lib.redaction import redact, redact_value
 from app.memory.retire import retire
 from app.memory.slots import content_hash, normalise_subject
 from app.portability.document import ExportDocument, ExportedEvent, ExportedMemory, check_document
+from app.portability.integrity import imported_details
 from app.store.access import Access
 from app.store.events import NewEvent
 from app.store.portability import PortabilityStore
@@ -274,8 +275,8 @@ class Importer:
                 project_id=e.project_id,
                 kind=str(e.kind),
                 reason=_text(e.reason),
-                details=plan.remap_json(_json(e.details)),
-                actor=e.actor,
+                details=plan.remap_json(_json(imported_details(e))),
+                actor=None,  # the importer; the document's claim is kept in the details, not believed
                 at=e.created_at,
             )
         )

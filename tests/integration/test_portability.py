@@ -81,6 +81,13 @@ def without_import_events(document: dict[str, Any]) -> list[dict[str, Any]]:
     return [{k: v for k, v in e.items() if k != "id"} for e in document["events"] if e["kind"] != "imported"]
 
 
+def as_imported(events: list[dict[str, Any]], importer: str) -> list[dict[str, Any]]:
+    """An imported event is recorded under the importer, with the actor the document claimed in its details."""
+    return [
+        {**e, "actor": importer, "details": {"original_actor": e["actor"], **e["details"]}} for e in events
+    ]
+
+
 async def test_export_erase_import_export_is_lossless_and_recall_is_unchanged(
     frozen: tuple[Api, FrozenClock],
 ) -> None:
@@ -118,7 +125,8 @@ async def test_export_erase_import_export_is_lossless_and_recall_is_unchanged(
     second = await export(api, user_id=USER)
     assert second["memories"] == first["memories"]  # statuses, links, vectors, timestamps, counters
     assert second["proposals"] == first["proposals"]
-    assert without_import_events(second) == without_import_events(first)
+    importer = next(e["actor"] for e in second["events"] if e["kind"] == "imported")
+    assert without_import_events(second) == as_imported(without_import_events(first), importer)
     assert sum(e["kind"] == "imported" for e in second["events"]) == len(first["memories"])
     after = await api.recall(**query)
     assert after["context"] == before["context"]
@@ -140,7 +148,10 @@ async def test_importing_the_same_export_twice_deduplicates_everything(api: Api)
 async def test_a_live_copy_under_another_id_is_deduplicated_by_content_hash(api: Api) -> None:
     kept = await api.remember(user_id=USER, content="Works from the Oslo office", type="fact")
     document = await export(api, user_id=USER)
-    document["memories"][0]["id"] = str(uuid.uuid4())
+    old, new = document["memories"][0]["id"], str(uuid.uuid4())
+    document["memories"][0]["id"] = new
+    for event in document["events"]:  # the document's own trail follows (an event names a memory of it)
+        event["memory_id"] = new if event["memory_id"] == old else event["memory_id"]
     result = await import_(api, document)
     assert (result["imported"], result["deduplicated"]) == (0, 1)
     listing = (await api.get("/v1/memories", user_id=USER)).json()["items"]

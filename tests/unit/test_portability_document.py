@@ -83,7 +83,7 @@ def test_malformed_json_is_a_bad_request() -> None:
         ),
         (
             [memory("x", embedding=[0.0, 0.0, 0.0], embed_model="model-a")],
-            "memories[0].embedding must be finite",
+            "memories[0].embedding must hold float32 numbers",
         ),
         ([memory("  ")], "memories[0].content must not be empty"),
         ([memory("x" * 101)], "memories[0].content is longer than 100"),
