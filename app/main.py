@@ -9,7 +9,6 @@ from advanced_alchemy.extensions.litestar import AsyncSessionConfig, SQLAlchemyA
 from litestar import Litestar
 from litestar.datastructures import State
 from litestar.di import Provide
-from litestar.openapi import OpenAPIConfig
 
 from app.agent.providers.base import ChatProvider
 from app.agent.providers.factory import build_chat_provider
@@ -27,6 +26,7 @@ from app.api.errors import EXCEPTION_HANDLERS
 from app.api.health import HealthController
 from app.api.memories import MemoryController, RecallController
 from app.api.middleware import access_log_middleware
+from app.api.operations import OperationsPlugin
 from app.api.portability import PortabilityController, PrivacyController, import_router
 from app.api.timeline import TimelineController
 from app.db.session import create_engine
@@ -37,6 +37,7 @@ from app.embeddings.factory import build_embedder
 from app.lib.clock import Clock, SystemClock
 from app.lib.heap import tune_for_serving
 from app.lib.logging import configure_logging
+from app.lib.metrics import Metrics
 from app.lib.settings import Settings
 from app.lib.tokens import TokenCounter
 from app.memory.maintenance import service_maintenance
@@ -87,6 +88,10 @@ def create_app(
             service_database_url(settings), settings.spare_connections, engine
         )
     owns_embedder = embedder is None
+    metrics = Metrics()
+    metrics.watch_pool("request", engine)
+    if services.spare is not None:
+        metrics.watch_pool("spare", services.spare.engine)
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncGenerator[None, None]:
@@ -140,7 +145,7 @@ def create_app(
             DreamController,
             TimelineController,
         ],
-        plugins=[SQLAlchemyPlugin(config=db_config)],
+        plugins=[SQLAlchemyPlugin(config=db_config), OperationsPlugin(metrics)],
         dependencies={
             "transaction": Provide(provide_transaction),
             "principal": Provide(provide_principal),
@@ -153,6 +158,5 @@ def create_app(
         lifespan=[lifespan],
         state=State({"services": services, "engine": engine}),
         request_max_body_size=settings.max_body_bytes,
-        openapi_config=OpenAPIConfig(title="Engram", version="0.1.0", path="/schema"),
         debug=False,
     )

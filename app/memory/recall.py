@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.spare import sees_same_rows
 from app.lib.errors import ValidationFailed
+from app.lib.metrics import observe_recall
 from app.lib.settings import Settings
 from app.lib.tokens import TokenCounter
 from app.memory.context import MemoryDeps
@@ -141,6 +142,13 @@ class Recaller:
             await deps.repo.reinforce(packed_ids, now)
         latency["reinforce"] = _ms(mark)
         latency["total"] = _ms(started)
+        observe_recall(
+            latency,
+            candidates=candidates.count,
+            memories=len(packed.included),
+            tokens_used=packed.tokens_used,
+            plan="hnsw" if use_index else "exact",
+        )
 
         memories = [
             RecalledMemory(
