@@ -16,10 +16,14 @@ from app.tenancy import admin
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
-    import uvicorn
-
+    from app import serve
+    from app.lib.logging import configure_logging
     from app.main import create_app
 
+    configure_logging(settings.log_level, settings.log_json)
+    serve.quiet_progress_bars()
+    workers = serve.resolve_workers(args.workers if args.workers is not None else settings.workers)
+    sock = serve.bind(args.host, args.port)  # first: a busy port fails before anything starts
     prepared = prepare_database(settings)
     settings = prepared.settings
     if prepared.embedded is not None:
@@ -29,9 +33,20 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         else:
             print(f"Embedded database in {settings.data_dir}; the dev tenant's key is in {key_file}")
     hooks = [prepared.embedded.stop] if prepared.embedded is not None else []
-    app = create_app(settings, on_shutdown=hooks, serving=True)
-    print(f"Engram listening on http://{args.host}:{args.port} (OpenAPI at /schema)", flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+    assert settings.database_url is not None
+    print(
+        f"Engram listening on http://{args.host}:{args.port} with {workers} worker(s) "
+        "(docs at /schema, OpenAPI at /schema/openapi.json)",
+        flush=True,
+    )
+    serve.run(
+        sock,
+        workers,
+        # One process: the app is built here and stops the embedded database on its shutdown.
+        lambda: create_app(settings, on_shutdown=hooks, serving=True),
+        {"DATABASE_URL": settings.database_url},
+        on_exit=hooks if workers > 1 else (),
+    )
     return 0
 
 
@@ -99,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument(
+        "--workers", type=int, help="worker processes (default ENGRAM_WORKERS; 0: one per CPU)"
+    )
     serve.set_defaults(handler=_serve)
     sub.add_parser("migrate", help="apply database migrations").set_defaults(handler=_migrate)
     tenant = sub.add_parser("tenant", help="tenant administration")

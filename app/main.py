@@ -159,4 +159,5 @@ def create_app(
         state=State({"services": services, "engine": engine}),
         request_max_body_size=settings.max_body_bytes,
         debug=False,
+        logging_config=None,  # the standard library's logging goes through structlog (app/lib/logging.py)
     )

@@ -154,6 +154,7 @@ class Settings(BaseSettings):
     extract_max_messages: int = 50
 
     # Runtime.
+    workers: int = Field(default=0, ge=0)  # `engram serve` worker processes; 0: one per CPU
     log_level: str = "INFO"
     log_json: bool = True
 
