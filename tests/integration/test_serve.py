@@ -3,65 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
 import socket
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.database import TestDatabase
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def serve_env(database: TestDatabase, tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ENGRAM_", "PROMETHEUS_"))}
-    env.update(
-        DATABASE_URL=database.owner_url,
-        APP_DATABASE_URL=database.app_url,
-        ENGRAM_DATA_DIR=str(tmp_path / "data"),
-        **extra,
-    )
-    return env
-
-
-@contextmanager
-def serving(args: list[str], env: dict[str, str], tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
-    out, err = (tmp_path / "stdout").open("wb"), (tmp_path / "stderr").open("wb")
-    process = subprocess.Popen([sys.executable, "-m", "app", "serve", *args], env=env, stdout=out, stderr=err)
-    try:
-        yield process
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            process.wait(timeout=60)
-        out.close()
-        err.close()
-
-
-def wait_healthy(port: int, process: subprocess.Popen[bytes], seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "the server exited"
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/ready", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.5)
-    raise AssertionError("the server never became ready")
+from tests.support.served import free_port, serve_env, serving, wait_ready
 
 
 def test_a_busy_port_fails_at_once_without_claiming_to_listen(database: TestDatabase, tmp_path: Path) -> None:
@@ -87,7 +38,7 @@ def test_two_workers_serve_one_port_and_write_only_json_lines(database: TestData
     # The local model: loading it is what printed progress bars and library lines before.
     env = serve_env(database, tmp_path, ENGRAM_EMBEDDER="local")
     with serving(["--port", str(port), "--workers", "2"], env, tmp_path) as process:
-        wait_healthy(port, process)
+        wait_ready(port, process)
         workers = subprocess.run(
             ["pgrep", "-P", str(process.pid)], capture_output=True, text=True, check=False
         ).stdout.split()
