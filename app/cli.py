@@ -25,10 +25,14 @@ from app.tenancy import cli as tenancy_cli
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> Output:
-    import uvicorn
-
+    from app import serve
+    from app.lib.logging import configure_logging
     from app.main import create_app
 
+    configure_logging(settings.log_level, settings.log_json)
+    serve.quiet_progress_bars()
+    workers = serve.resolve_workers(args.workers if args.workers is not None else settings.workers)
+    sock = serve.bind(args.host, args.port)  # first: a busy port fails before anything starts
     prepared = prepare_database(settings)
     settings = prepared.settings
     started: dict[str, str | None] = {"url": f"http://{args.host}:{args.port}", "dev_api_key": None}
@@ -43,10 +47,20 @@ def _serve(args: argparse.Namespace, settings: Settings) -> Output:
         else:
             lines.append(f"Embedded database in {settings.data_dir}; the dev tenant's key is in {key_file}")
     hooks = [prepared.embedded.stop] if prepared.embedded is not None else []
-    app = create_app(settings, on_shutdown=hooks, serving=True)
-    lines.append(f"Engram listening on {started['url']} (OpenAPI at /schema)")
+    assert settings.database_url is not None
+    lines.append(
+        f"Engram listening on {started['url']} with {workers} worker(s) "
+        "(docs at /schema, OpenAPI at /schema/openapi.json)"
+    )
     emit(Output(started, "\n".join(lines)), args.json)  # before serving: it runs until stopped
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False)
+    serve.run(
+        sock,
+        workers,
+        # One process: the app is built here and stops the embedded database on its shutdown.
+        lambda: create_app(settings, on_shutdown=hooks, serving=True),
+        {"DATABASE_URL": settings.database_url},
+        on_exit=hooks if workers > 1 else (),
+    )
     return Output({"stopped": True}, "")
 
 
@@ -79,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument(
+        "--workers", type=int, help="worker processes (default ENGRAM_WORKERS; 0: one per CPU)"
+    )
     serve.set_defaults(handler=_serve)
     sub.add_parser("migrate", parents=common, help="apply database migrations").set_defaults(handler=_migrate)
     tenancy_cli.register(sub, common)

@@ -8,7 +8,6 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from advanced_alchemy.extensions.litestar import AsyncSessionConfig, SQLAlchemyAsyncConfig, SQLAlchemyPlugin
 from litestar import Litestar
 from litestar.datastructures import State
-from litestar.openapi import OpenAPIConfig
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.agent.providers.base import ChatProvider
@@ -22,6 +21,7 @@ from app.api.errors import EXCEPTION_HANDLERS
 from app.api.health import HealthController
 from app.api.memories import MemoryController, RecallController
 from app.api.middleware import access_log_middleware
+from app.api.operations import OperationsPlugin
 from app.api.portability import PortabilityController, PrivacyController, import_router
 from app.api.request import StrictJSONRequest
 from app.api.timeline import TimelineController
@@ -35,6 +35,7 @@ from app.inspector.routes import inspector_router
 from app.lib.clock import Clock, SystemClock
 from app.lib.heap import tune_for_serving
 from app.lib.logging import configure_logging
+from app.lib.metrics import Metrics
 from app.lib.settings import Settings
 from app.lib.tokens import TokenCounter
 from app.memory.maintenance import service_maintenance
@@ -98,6 +99,10 @@ def create_app(
         services.spare = SpareReads.connect(
             service_database_url(settings), settings.spare_connections, engine
         )
+    metrics = Metrics()
+    metrics.watch_pool("request", engine)
+    if services.spare is not None:
+        metrics.watch_pool("spare", services.spare.engine)
     db_config = SQLAlchemyAsyncConfig(
         engine_instance=engine,
         session_config=AsyncSessionConfig(expire_on_commit=False),
@@ -105,7 +110,7 @@ def create_app(
     )
     return Litestar(
         route_handlers=[*ROUTES, import_router(settings.max_import_bytes), inspector_router()],
-        plugins=[SQLAlchemyPlugin(config=db_config)],
+        plugins=[SQLAlchemyPlugin(config=db_config), OperationsPlugin(metrics)],
         dependencies=DEPENDENCIES,
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         middleware=[access_log_middleware],
@@ -113,8 +118,8 @@ def create_app(
         state=State({"services": services, "engine": engine}),
         request_max_body_size=settings.max_body_bytes,
         request_class=StrictJSONRequest,
-        openapi_config=OpenAPIConfig(title="Engram", version="0.1.0", path="/schema"),
         debug=False,
+        logging_config=None,  # the standard library's logging goes through structlog (app/lib/logging.py)
     )
 
 

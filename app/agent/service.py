@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -11,7 +12,7 @@ from app.agent.catalogue import ToolEnv, ToolScope
 from app.agent.extract import Proposed, model_actions, offline_actions
 from app.agent.loop import AgentLoop, LoopResult
 from app.agent.messages import MessageRepository
-from app.agent.providers.base import ChatProvider, Message, ProviderError
+from app.agent.providers.base import ChatProvider, Message, ProviderError, Usage
 from app.context import RequestContext
 from app.db.models import Memory
 from app.lib.errors import ServiceUnavailable, ValidationFailed
@@ -128,7 +129,11 @@ class AgentService:
 
     async def _propose(self, clean: list[tuple[str, str]], meter: UsageMeter) -> tuple[list[Proposed], str]:
         if self.provider.mode == "offline":
-            return offline_actions(clean), self.provider.model
+            started = time.perf_counter()
+            proposed = offline_actions(clean)
+            # Rules, not a model: metered as a call that cost nothing, so /v1/usage counts every extract.
+            meter.record("extract", self.provider.model, Usage(0, 0, 0), _ms(started))
+            return proposed, self.provider.model
         try:
             proposed, turn = await model_actions(self.provider, clean, max_chars=self.max_chars)
         except ProviderError as exc:
@@ -184,3 +189,7 @@ class AgentService:
             if found:
                 return found
         return await self.memory.forget(user_id, query=p.content, reason="extraction: asked to forget")
+
+
+def _ms(since: float) -> float:
+    return round((time.perf_counter() - since) * 1000, 3)

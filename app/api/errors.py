@@ -12,6 +12,7 @@ from app.api.request import refused_body
 from app.embeddings.base import EmbeddingError
 from app.lib.errors import EngramError
 from app.lib.logging import get_logger
+from app.lib.metrics import observe_error
 from app.lib.redaction import redact
 
 log = get_logger("engram.errors")
@@ -32,6 +33,7 @@ _CODES = {
 
 
 def _error(status: int, code: str, detail: str) -> Response[dict[str, str]]:
+    observe_error(code, status)
     return Response({"error": code, "detail": redact(detail).text}, status_code=status)
 
 

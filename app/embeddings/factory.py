@@ -10,6 +10,7 @@ from app.embeddings.local import LocalEmbedder, local_embedder_available
 from app.embeddings.openai_compat import OpenAICompatEmbedder
 from app.lib.settings import Settings
 from app.usage.meter import record_embedding_usage
+from app.usage.metered import MeteredEmbedder
 
 
 async def build_embedder(settings: Settings) -> Embedder:
@@ -20,9 +21,9 @@ async def build_embedder(settings: Settings) -> Embedder:
     """
     choice = settings.resolved_embedder(local_embedder_available())
     if choice == "hash":
-        return HashEmbedder(dim=settings.hash_dim)
+        return MeteredEmbedder(HashEmbedder(dim=settings.hash_dim))
     if choice == "local":
-        return await LocalEmbedder.load()
+        return MeteredEmbedder(await LocalEmbedder.load())
     client = openai.AsyncOpenAI(
         api_key=settings.model_api_key() or "missing",
         base_url=settings.model_base_url(),

@@ -163,6 +163,7 @@ class Settings(BaseSettings):
     client_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("ENGRAM_API_KEY"))
 
     # Runtime.
+    workers: int = Field(default=0, ge=0)  # `engram serve` worker processes; 0: one per CPU
     log_level: str = "INFO"
     log_json: bool = True
 

@@ -15,6 +15,7 @@ from app.context import RequestContext
 from app.db.spare import sees_same_rows
 from app.lib.errors import ValidationFailed
 from app.lib.ranking import RankingPolicy
+from app.lib.metrics import observe_recall
 from app.lib.tokens import TokenCounter
 from app.memory.lines import line_body, line_prefix
 from app.memory.models import RecalledMemory, RecallInput, RecallResult, SkippedMemory
@@ -72,6 +73,13 @@ class Recaller:
         await self._reinforce([inc.item.ref.id for inc in packed.included], now)
         latency["reinforce"] = _ms(mark)
         latency["total"] = _ms(started)
+        observe_recall(
+            latency,
+            candidates=candidates.count,
+            memories=len(packed.included),
+            tokens_used=packed.tokens_used,
+            plan="hnsw" if use_index else "exact",
+        )
         return _result(packed, candidates, budget, floor, "hnsw" if use_index else "exact", latency)
 
     async def _candidates(

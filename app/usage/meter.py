@@ -12,6 +12,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.lib.metrics import observe_model_call
 
 @dataclass(frozen=True, slots=True)
 class Usage:
@@ -39,6 +40,7 @@ class UsageMeter:
     records: list[UsageRecord] = field(default_factory=list)
 
     def record(self, kind: str, model: str, usage: Usage, latency_ms: float) -> None:
+        observe_model_call(kind, model, usage.prompt_tokens, usage.completion_tokens, latency_ms)
         self.records.append(
             UsageRecord(
                 kind, model, usage.prompt_tokens, usage.completion_tokens, usage.total_tokens, latency_ms
@@ -86,3 +88,5 @@ def record_embedding_usage(model: str, total_tokens: int, latency_ms: float) -> 
     meter = _current.get()
     if meter is not None:
         meter.record("embed", model, Usage(total_tokens, 0, total_tokens), latency_ms)
+    else:  # no request meters it (a REST remember or recall): the metrics still count the call
+        observe_model_call("embed", model, total_tokens, 0, latency_ms)

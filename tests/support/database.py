@@ -24,22 +24,28 @@ class TestDatabase:
     kind: str
 
 
-IMAGE = "pgvector/pgvector:pg17"
+PG_IMAGE = "pgvector/pgvector:pg17"
 
 
 def _docker_available() -> bool:
-    """A Docker engine answers and has (or can pull) the image: an engine without a registry is no use."""
+    """A reachable engine that has, or can pull, the image (an engine with no registry cannot)."""
     try:
         import docker
 
         engine = docker.from_env(timeout=3)
         engine.ping()
-        try:
-            engine.images.get(IMAGE)
-        except docker.errors.ImageNotFound:
-            engine.images.pull(IMAGE)
     except Exception:
         return False
+    try:
+        engine.images.get(PG_IMAGE)
+    except Exception:
+        try:
+            engine.images.pull(PG_IMAGE)
+        except Exception as exc:
+            print(
+                f"Docker runs but {PG_IMAGE} cannot be had ({type(exc).__name__}); using embedded PostgreSQL"
+            )
+            return False
     return True
 
 
@@ -58,7 +64,7 @@ def test_database() -> Iterator[TestDatabase]:
     if os.environ.get("ENGRAM_TEST_DOCKER", "1") == "1" and _docker_available():
         from testcontainers.postgres import PostgresContainer
 
-        with PostgresContainer(IMAGE, driver="asyncpg") as pg:
+        with PostgresContainer(PG_IMAGE, driver="asyncpg") as pg:
             owner = pg.get_connection_url()
             upgrade(owner)
             # The service role authenticates with a password over TCP in a container.

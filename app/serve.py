@@ -1,0 +1,95 @@
+"""`engram serve`: bind the port first, then serve in this process or in N worker processes.
+
+The port is bound (and listening) before anything else starts, so a port already in use fails at
+once with a clear message instead of after "listening" was printed. With several workers the parent
+starts the embedded database once (when DATABASE_URL is unset), hands its URL to the workers through
+the environment, and each worker builds its own app (`app.asgi:app_factory`): its own pool, caches,
+embedder and reinforcement flush. The workers share the one listening socket.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+
+from app.lib.errors import EngramError
+from app.lib.metrics import MULTIPROC_ENV
+
+BACKLOG = 2048  # uvicorn's default
+
+
+class PortUnavailable(EngramError):
+    code = "port_unavailable"
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on host:port, inheritable by worker processes."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(BACKLOG)
+    except OSError as exc:
+        sock.close()
+        reason = "is already in use" if exc.errno == 98 else f"cannot be bound ({exc.strerror})"
+        raise PortUnavailable(f"port {port} on {host} {reason}; pick another with --port") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def quiet_progress_bars() -> None:
+    """No progress bars in a served process's stderr (JSON lines only); workers inherit this."""
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+
+def resolve_workers(requested: int) -> int:
+    """0 means one worker per CPU."""
+    return requested if requested > 0 else max(1, os.cpu_count() or 1)
+
+
+@contextmanager
+def multiprocess_metrics() -> Iterator[None]:
+    """A fresh directory for the workers' metric files (prometheus-client's multiprocess mode)."""
+    if os.environ.get(MULTIPROC_ENV):
+        yield  # the operator chose one (and clears it between runs)
+        return
+    path = tempfile.mkdtemp(prefix="engram-metrics-")
+    os.environ[MULTIPROC_ENV] = path
+    try:
+        yield
+    finally:
+        os.environ.pop(MULTIPROC_ENV, None)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def run(
+    sock: socket.socket,
+    workers: int,
+    build_app: Callable[[], object],
+    environment: dict[str, str],
+    on_exit: Sequence[Callable[[], None]] = (),
+) -> None:
+    """Serve on `sock` until a signal stops the server (one process) or the supervisor (N workers)."""
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    common = {"log_level": "warning", "access_log": False, "log_config": None}
+    try:
+        if workers == 1:
+            config = uvicorn.Config(build_app(), **common)  # type: ignore[arg-type]
+            uvicorn.Server(config).run(sockets=[sock])
+            return
+        os.environ.update(environment)  # the workers' settings come from the environment
+        with multiprocess_metrics():
+            config = uvicorn.Config("app.asgi:app_factory", factory=True, workers=workers, **common)  # type: ignore[arg-type]
+            Multiprocess(config, sockets=[sock]).run()
+    finally:
+        sock.close()
+        for hook in on_exit:
+            hook()
