@@ -19,8 +19,8 @@ from app.lib.settings import Settings
 from app.main import create_app
 from app.tenancy import admin
 from tests.support.database import TestDatabase, test_database
-from tests.support.settings import test_settings
 from tests.support.probe import install_probe, written_contents
+from tests.support.settings import test_settings
 
 pytest_plugins = ["tests.support.logsink", "pytester"]
 

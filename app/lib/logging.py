@@ -84,7 +84,13 @@ def configure_logging(level: str = "INFO", json: bool = True) -> None:
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
     structlog.configure(
-        processors=[*shared, drop_statements, structlog.processors.format_exc_info, redact_processor, renderer],
+        processors=[
+            *shared,
+            drop_statements,
+            structlog.processors.format_exc_info,
+            redact_processor,
+            renderer,
+        ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
         logger_factory=structlog.PrintLoggerFactory(file=_Stderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=False,

@@ -14,8 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.context import RequestContext
 from app.db.spare import sees_same_rows
 from app.lib.errors import ValidationFailed
-from app.lib.ranking import RankingPolicy
 from app.lib.metrics import observe_recall
+from app.lib.ranking import RankingPolicy
 from app.lib.tokens import TokenCounter
 from app.memory.lines import line_body, line_prefix
 from app.memory.models import RecalledMemory, RecallInput, RecallResult, SkippedMemory

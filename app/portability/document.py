@@ -16,6 +16,7 @@ import msgspec
 from app.lib.errors import ValidationFailed
 from app.lib.jsonbody import DEFAULT_MAX_JSON_DEPTH, decode_strict
 from app.lib.validation import check_time
+from app.portability.integrity import check_events, check_links
 from app.vocabulary import (
     MemoryStatus,
     MemoryType,
@@ -24,7 +25,6 @@ from app.vocabulary import (
     ProposalStatus,
     Source,
 )
-from app.portability.integrity import check_events, check_links
 
 FORMAT_VERSION: Literal[1] = 1
 FLOAT32_MAX = 3.4028234663852886e38

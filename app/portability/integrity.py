@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from app.lib.errors import ValidationFailed
-from app.memory.types import EventKind
+from app.vocabulary import EventKind
 
 if TYPE_CHECKING:
     from app.portability.document import ExportDocument, ExportedEvent, ExportedMemory

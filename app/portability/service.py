@@ -35,7 +35,7 @@ class PortabilityService:
 
     async def import_raw(self, raw: bytes, progress: Progress | None = None) -> ImportResult:
         """Parse and import one JSON export; any error leaves the transaction to be rolled back."""
-        doc = parse_document(raw, max_depth=self.deps.settings.max_json_depth)
+        doc = parse_document(raw, max_depth=self.ctx.settings.max_json_depth)
         return await self.import_document(doc, progress)
 
     async def import_document(self, doc: ExportDocument, progress: Progress | None = None) -> ImportResult:

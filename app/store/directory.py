@@ -14,8 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
 
 from app.db.models import Memory
-from app.memory.types import LIVE_STATUSES
 from app.tenancy.types import TenantId
+from app.vocabulary import LIVE_STATUSES
 
 
 @dataclass(frozen=True, slots=True)

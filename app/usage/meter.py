@@ -14,6 +14,7 @@ from typing import Any
 
 from app.lib.metrics import observe_model_call
 
+
 @dataclass(frozen=True, slots=True)
 class Usage:
     """What one model call cost, as the provider reported it (or tiktoken counted it)."""

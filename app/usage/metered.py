@@ -31,6 +31,10 @@ class MeteredEmbedder:
     def thresholds(self) -> SupersedeThresholds:
         return self.inner.thresholds
 
+    @property
+    def relevance_floor(self) -> float:
+        return self.inner.relevance_floor
+
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         started = time.perf_counter()
         vectors = await self.inner.embed(texts)

@@ -25,6 +25,7 @@ LAYERS = {
     "app.tenancy.cli": 10,
     "app.remote": 10,
     "app.api": 9,
+    "app.inspector": 9,
     "app.agent": 8,
     "app.dream": 8,
     "app.portability": 8,
