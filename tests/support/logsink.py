@@ -29,7 +29,7 @@ DEMO_MARKER = "leaks_on_purpose"
 MIN_CONTENT_CHARS = 12  # shorter contents ("tea", "x") are everywhere in any text
 
 
-@dataclass
+@dataclass(eq=False)  # a pytest plugin: pluggy keeps plugins in sets, so it must stay hashable
 class LogSink:
     """Registered as a plugin object by `pytest_configure` below; its methods are pytest hooks."""
 
