@@ -5,7 +5,8 @@
 `engram serve --workers N` (hash embedder, so the model is not what is measured) on a fresh embedded
 database, one tenant, one user holding `--memories` memories (a small scope). Load comes from Debian's
 `wrk` (native, a few % of one core at these rates), which posts recalls (rotating queries) or remembers
-(unique contents) back to back for `--seconds` per cell. CPU per request: user + system CPU time of the
+(unique contents), or GET /health (the HTTP stack alone: `--kinds health,recall`), back to back for
+`--seconds` per cell. CPU per request: user + system CPU time of the
 server's processes (the parent and its workers) and of the database's over the cell, divided by the
 requests served. `--profile` samples the single worker with py-spy during a 16-client recall cell and
 keeps the functions with the most inclusive samples. Results: bench/results/workers/.
@@ -24,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -55,6 +57,11 @@ request = function()
   return wrk.format("POST", "/v1/recall", nil, body)
 end
 """
+HEALTH_LUA = """
+request = function()
+  return wrk.format("GET", "/health")
+end
+"""
 REMEMBER_LUA = """
 local n = 0
 local tag = tostring(math.random(1, 1e9))
@@ -81,12 +88,16 @@ def tree_cpu(pid: int) -> float:
 
 
 def postmaster_pid(owner_url: str) -> int:
-    """The embedded server's postmaster (its backends are its children)."""
+    """This run's postmaster (its backends are its children): the one serving the URL's socket directory."""
+    found = re.search(r"host=([^&]+)", owner_url)
+    if found is None:
+        raise RuntimeError("BENCH_DATABASE_URL: CPU per request needs the embedded server (a local process)")
+    socket_dir = urllib.parse.unquote(found.group(1))
     for p in psutil.process_iter(["name", "cmdline"]):
         cmd = " ".join(p.info["cmdline"] or [])
-        if p.info["name"] == "postgres" and " -D " in f" {cmd} " and "engram-bench-" in cmd:
+        if p.info["name"] == "postgres" and f"-k {socket_dir}" in cmd:
             return int(p.pid)
-    raise RuntimeError(f"no postmaster found for {owner_url}")
+    raise RuntimeError(f"no postmaster serves {socket_dir}")
 
 
 def wrk(script: str, key: str, port: int, clients: int, seconds: float) -> dict[str, Any]:
@@ -244,7 +255,7 @@ def main() -> None:
                 for clients in (int(c) for c in args.clients.split(",")):
                     wrk(recall_lua, key, port, clients, 2)  # warm-up
                     for kind in args.kinds.split(","):
-                        script = recall_lua if kind == "recall" else REMEMBER_LUA
+                        script = {"recall": recall_lua, "remember": REMEMBER_LUA, "health": HEALTH_LUA}[kind]
                         r = cell(script, key, port, clients, args.seconds, [process.pid, db])
                         rows.append({"workers": workers, "clients": clients, "kind": kind, **r})
                         print(json.dumps(rows[-1]), flush=True)
