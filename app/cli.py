@@ -15,12 +15,12 @@ from collections.abc import Sequence
 import pydantic
 from sqlalchemy.exc import InterfaceError, OperationalError
 
-from app import remote
 from app.bootstrap import ensure_dev_tenant, prepare_database
 from app.lib.console import CommandFailed, ExitCode, Output, Parser, emit, json_flag, report
 from app.lib.errors import EngramError
 from app.lib.settings import Settings
 from app.portability import cli as portability_cli
+from app.remote import register as register_client_commands
 from app.tenancy import cli as tenancy_cli
 
 
@@ -105,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     maintenance.add_argument("--tenant", action="append", help="only this tenant (repeatable)")
     maintenance.set_defaults(handler=_maintenance)
     portability_cli.register(sub, common)
-    remote.register(sub, common)
+    register_client_commands(sub, common)
     return parser
 
 
