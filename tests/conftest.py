@@ -88,7 +88,7 @@ async def client(settings: Settings) -> AsyncIterator[AsyncTestClient[Any]]:
 class Api:
     """A tenant's view of the API: the client plus its key."""
 
-    def __init__(self, client: AsyncTestClient[Any], key: str, tenant_id: uuid.UUID) -> None:
+    def __init__(self, client: httpx.AsyncClient, key: str, tenant_id: uuid.UUID) -> None:
         self.client = client
         self.key = key
         self.tenant_id = tenant_id

@@ -7,6 +7,7 @@ from typing import Any
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm.exc import StaleDataError
 
 from app.api.request import refused_body
 from app.embeddings.base import EmbeddingError
@@ -80,6 +81,14 @@ def database_error(request: Request[Any, Any, Any], exc: DBAPIError) -> Response
     return unexpected_error(request, exc)
 
 
+def stale_row_error(_: Request[Any, Any, Any], exc: StaleDataError) -> Response[dict[str, str]]:
+    """An UPDATE of a row another transaction deleted (a user erase racing a write to that user's slot:
+    the writer read the slot's memory, the erase deleted it before the writer retired it). The whole
+    transaction is rolled back, so like a deadlock it is a conflict the client may retry."""
+    log.warning("transaction_conflict", reason="stale_row", error_type=type(exc).__name__)
+    return _error(409, "conflict", "a concurrent request removed a memory this write changes; retry")
+
+
 def unexpected_error(_: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, str]]:
     log.error("unhandled_error", error_type=type(exc).__name__, exc_info=exc)
     return _error(500, "internal_error", "an unexpected error occurred; it has been logged")
@@ -90,5 +99,6 @@ EXCEPTION_HANDLERS = {
     HTTPException: http_error,
     EmbeddingError: embedding_error,
     DBAPIError: database_error,
+    StaleDataError: stale_row_error,
     Exception: unexpected_error,
 }
