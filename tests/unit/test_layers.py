@@ -24,6 +24,7 @@ LAYERS = {
     "app.portability.cli": 10,
     "app.tenancy.cli": 10,
     "app.remote": 10,
+    "app.serve": 10,
     "app.api": 9,
     "app.inspector": 9,
     "app.agent": 8,

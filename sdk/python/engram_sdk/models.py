@@ -128,6 +128,8 @@ class Skipped(Model):
     id: uuid.UUID
     reason: str
     score: float
+    relevance: float
+    components: dict[str, float]
 
 
 class Trace(Model):
@@ -209,6 +211,35 @@ class Usage(Model):
     total: UsageTotals
     by_model: dict[str, UsageTotals]
     by_kind: dict[str, UsageTotals]
+
+
+class UsageBucket(Model):
+    start: datetime
+    model: str
+    kind: str
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class UsageSeries(Model):
+    bucket: str  # minute | hour | day
+    since: datetime
+    until: datetime
+    items: list[UsageBucket]  # buckets with calls only, oldest first
+
+
+class User(Model):
+    user_id: str
+    memories: int  # every stored memory, whatever its status
+    live: int  # active or pinned
+
+
+class Project(Model):
+    project_id: str
+    memories: int
+    live: int
 
 
 class Proposal(Model):
@@ -360,3 +391,5 @@ class ExportDocument(Model, kw_only=True):
 MemoryPage = Page[Memory]
 ProposalPage = Page[Proposal]
 EventPage = Page[Event]
+UserPage = Page[User]
+ProjectPage = Page[Project]

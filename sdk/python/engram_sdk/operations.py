@@ -110,6 +110,12 @@ class Operations:
     chat = Operation(r.Chat)
     extract = Operation(r.Extract)
     usage = Operation(r.GetUsage)
+    usage_series = Operation(r.GetUsageSeries)
+    # directory
+    list_users = Operation(r.ListUsers)
+    iter_users = Pages(r.ListUsers)
+    list_projects = Operation(r.ListProjects)
+    iter_projects = Pages(r.ListProjects)
     # portability and privacy
     export = Operation(r.Export)
     export_markdown = Operation(r.ExportMarkdown)

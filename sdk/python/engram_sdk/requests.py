@@ -33,6 +33,7 @@ from engram_sdk.models import (
     MemoryStatus,
     MemoryType,
     Privacy,
+    ProjectPage,
     Proposal,
     ProposalPage,
     ProposalStatus,
@@ -43,6 +44,8 @@ from engram_sdk.models import (
     Role,
     Stats,
     Usage,
+    UsageSeries,
+    UserPage,
 )
 
 T = TypeVar("T")
@@ -288,6 +291,36 @@ class GetUsage(Request[Usage]):
     since: datetime | None = None
     until: datetime | None = None
     user_id: str | None = None
+
+
+class GetUsageSeries(Request[UsageSeries]):
+    """Tokens per model and kind in `bucket`-wide buckets from `since` to `until` (buckets with calls)."""
+
+    route = Route("GET", "/v1/usage/series")
+    since: datetime
+    until: datetime
+    bucket: str | None = None  # minute | hour (default) | day
+    user_id: str | None = None
+
+
+# --- directory ----------------------------------------------------------------------------------------
+
+
+class ListUsers(Request[UserPage]):
+    """The tenant's user ids (those with a stored memory), in order, with their memory counts."""
+
+    route = Route("GET", "/v1/users")
+    limit: int | None = None
+    cursor: str | None = None
+
+
+class ListProjects(Request[ProjectPage]):
+    """A user's project ids, in order, with their memory counts."""
+
+    route = Route("GET", "/v1/projects")
+    user_id: str
+    limit: int | None = None
+    cursor: str | None = None
 
 
 # --- portability and privacy --------------------------------------------------------------------------
