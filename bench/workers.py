@@ -209,6 +209,8 @@ def profile(pid: int, seconds: float, out: Path) -> list[tuple[str, float]]:
     for line in raw.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
         n = int(count)
+        if stack.rsplit(";", 1)[-1].startswith(("EpollSelector.select", "_worker ")):
+            continue  # waiting, not working: shares are of the busy samples
         total += n
         for frame in {
             f.split(" (")[0] + " (" + f.split(" (")[-1].split(":")[0] + ")" for f in stack.split(";")

@@ -10,6 +10,7 @@ from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.lib.logging import get_logger
+from app.lib.metrics import observe_request
 
 log = get_logger("engram.access")
 
@@ -38,12 +39,14 @@ def access_log_middleware(app: ASGIApp) -> ASGIApp:
             await app(scope, receive, send_wrapper)
         finally:
             state = scope.get("state") or {}
+            elapsed = time.perf_counter() - started
+            observe_request(scope.get("method", ""), scope.get("path_template"), status, elapsed)
             log.info(
                 "request",
                 method=scope.get("method"),
                 route=scope.get("path_template") or scope.get("path"),
                 status=status,
-                latency_ms=round((time.perf_counter() - started) * 1000, 2),
+                latency_ms=round(elapsed * 1000, 2),
                 tenant_id=state.get("tenant_id"),
             )
             structlog.contextvars.clear_contextvars()

@@ -86,7 +86,8 @@ class OperationsPlugin(InitPluginProtocol):
             ]
         )
         app_config.openapi_config = openapi_config()
-        app_config.middleware.append(self.metrics.middleware)
+        # Outermost, so the metrics are current for the access log, which reports each request to them.
+        app_config.middleware.insert(0, self.metrics.middleware)
         app_config.state["metrics"] = self.metrics
         app_config.on_shutdown.append(self.metrics.close)
         return app_config

@@ -21,6 +21,7 @@ from typing import Protocol, runtime_checkable
 
 __all__ = [
     "Embedder",
+    "EmbedderWrapper",
     "EmbeddingError",
     "SupersedeThresholds",
     "l2_normalise",
@@ -99,6 +100,36 @@ class Embedder(Protocol):
     async def aclose(self) -> None:
         """Release resources held by the embedder (idempotent)."""
         ...
+
+
+class EmbedderWrapper:
+    """An embedder around another one: its name, dim and thresholds are the wrapped model's (so rows it
+    writes are that model's), and closing it closes the wrapped one. Subclasses override `embed`."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    @property
+    def thresholds(self) -> SupersedeThresholds:
+        return self.inner.thresholds
+
+    @property
+    def relevance_floor(self) -> float:
+        return self.inner.relevance_floor
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return await self.inner.embed(texts)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 def l2_normalise(vector: Sequence[float]) -> list[float]:

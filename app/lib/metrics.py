@@ -17,13 +17,12 @@ worker) sums all of them (prometheus-client's multiprocess mode). Gauges sum the
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any
 
 from litestar.enums import ScopeType
-from litestar.types import ASGIApp, Message, Receive, Scope, Send
+from litestar.types import ASGIApp, Receive, Scope, Send
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -161,35 +160,32 @@ class Metrics:
 
     # -- the HTTP middleware -------------------------------------------------------------------------
     def middleware(self, app: ASGIApp) -> ASGIApp:
-        """Counts and times every routed HTTP request; makes these metrics current for its handlers."""
+        """Makes these metrics current for the request (the access log, inside it, reports the request)."""
 
         async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
             if scope["type"] != ScopeType.HTTP:
                 await app(scope, receive, send)
                 return
-            status = 500
-            started = time.perf_counter()
-
-            async def send_wrapper(message: Message) -> None:
-                nonlocal status
-                if message["type"] == "http.response.start":
-                    status = message["status"]
-                await send(message)
-
             token = _current.set(self)
             self.in_flight.inc()
             try:
-                await app(scope, receive, send_wrapper)
+                await app(scope, receive, send)
             finally:
                 self.in_flight.dec()
                 _current.reset(token)
-                # The router has matched the route before app-level middleware runs: a template, never
-                # the concrete path (which would carry ids and grow without bound).
-                labels = (scope.get("method", ""), scope.get("path_template") or "<unmatched>", str(status))
-                self.requests.labels(*labels).inc()
-                self.latency.labels(*labels).observe(time.perf_counter() - started)
 
         return middleware
+
+
+def observe_request(method: str, path_template: str | None, status: int, seconds: float) -> None:
+    """Called by the access log once per HTTP request, with the route's template (never the path, which
+    carries ids and would grow without bound); None: no route matched."""
+    metrics = _current.get()
+    if metrics is None:
+        return
+    labels = (method, path_template or "<unmatched>", str(status))
+    metrics.requests.labels(*labels).inc()
+    metrics.latency.labels(*labels).observe(seconds)
 
 
 def observe_recall(

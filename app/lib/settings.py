@@ -59,7 +59,7 @@ class ScoringWeights(BaseSettings):
     recency: float = 0.05
     # A memory never recalled decays its salience from valid_from: for it salience is a second recency
     # term. At 0.10 the two gave recent turns up to +0.15, more than typical cosine gaps; 0.05 lifted
-    # evidence recall on LoCoMo/BEAM (bench.quality, README "Quality benchmark") at every budget.
+    # evidence recall on LoCoMo/BEAM (bench.quality, docs/BENCHMARKS.md "Quality benchmark") at every budget.
     salience: float = 0.05
     importance: float = 0.10
     confidence: float = 0.05

@@ -9,31 +9,12 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from app.embeddings.base import Embedder, SupersedeThresholds
+from app.embeddings.base import EmbedderWrapper
 from app.usage.meter import record_embedding_usage
 
 
-class MeteredEmbedder:
+class MeteredEmbedder(EmbedderWrapper):
     """Wraps an embedder; every `embed` call of a batch is one zero-token `embed` usage record."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
-
-    @property
-    def thresholds(self) -> SupersedeThresholds:
-        return self.inner.thresholds
-
-    @property
-    def relevance_floor(self) -> float:
-        return self.inner.relevance_floor
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         started = time.perf_counter()
@@ -41,6 +22,3 @@ class MeteredEmbedder:
         if texts:
             record_embedding_usage(self.inner.name, 0, round((time.perf_counter() - started) * 1000, 3))
         return vectors
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()

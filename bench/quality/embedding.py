@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from app.embeddings.base import Embedder, SupersedeThresholds
+from app.embeddings.base import Embedder, EmbedderWrapper
 from app.embeddings.hashing import HashEmbedder
 from app.embeddings.local import LocalEmbedder, local_embedder_available
 from app.lib.settings import Settings
@@ -27,12 +27,12 @@ def _key(text: str) -> str:
     return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
 
 
-class CachedEmbedder:
+class CachedEmbedder(EmbedderWrapper):
     """An `Embedder` that remembers every vector it has produced (the protocol's name/dim/thresholds
     are the wrapped model's, so Engram stores and compares them as that model's vectors)."""
 
     def __init__(self, inner: Embedder, label: str, cache_dir: Path | None = None) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.label = label  # hash | local | openai
         self._vectors: dict[str, np.ndarray] = {}
         self._file = cache_dir / f"{inner.name.replace('/', '_')}.npz" if cache_dir else None
@@ -41,22 +41,6 @@ class CachedEmbedder:
                 self._vectors = dict(zip(data["keys"].tolist(), data["vectors"], strict=True))
         self.calls = 0
         self.embedded = 0
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
-
-    @property
-    def thresholds(self) -> SupersedeThresholds:
-        return self.inner.thresholds
-
-    @property
-    def relevance_floor(self) -> float:
-        return self.inner.relevance_floor
 
     async def _fill(self, texts: Sequence[str]) -> None:
         missing = [t for t in dict.fromkeys(texts) if _key(t) not in self._vectors]
@@ -95,9 +79,6 @@ class CachedEmbedder:
         self._file.parent.mkdir(parents=True, exist_ok=True)
         keys = np.array(list(self._vectors))
         np.savez(self._file, keys=keys, vectors=np.stack(list(self._vectors.values())))
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 async def build(names: Sequence[str], cache_dir: Path | None) -> list[CachedEmbedder]:
