@@ -56,6 +56,13 @@ class Metrics:
         # In multiprocess mode samples go to files, not to a registry; a scrape reads the files.
         own = None if self.multiprocess else CollectorRegistry()
         self._registry = own
+        self._http_series(own)
+        self._recall_series(own)
+        self._model_series(own)
+        self._pool_series(own)
+        self._engines: dict[str, AsyncEngine] = {}
+
+    def _http_series(self, own: CollectorRegistry | None) -> None:
         http = ["method", "route", "status"]
         self.requests = Counter(
             "engram_http_requests", "HTTP requests by route template and status", http, registry=own
@@ -76,6 +83,8 @@ class Metrics:
         self.errors = Counter(
             "engram_errors", "Error responses by machine code and status", ["code", "status"], registry=own
         )
+
+    def _recall_series(self, own: CollectorRegistry | None) -> None:
         self.recall_stage = Histogram(
             "engram_recall_stage_seconds",
             "Time per recall stage (embed, sql, score, pack, reinforce, total)",
@@ -96,6 +105,8 @@ class Metrics:
             "engram_recall_tokens_used", "Context tokens per recall", buckets=_TOKENS, registry=own
         )
         self.recalls = Counter("engram_recalls", "Recalls by plan (exact or hnsw)", ["plan"], registry=own)
+
+    def _model_series(self, own: CollectorRegistry | None) -> None:
         model = ["kind", "model"]
         self.model_calls = Counter(
             "engram_model_calls",
@@ -112,6 +123,8 @@ class Metrics:
         self.model_latency = Histogram(
             "engram_model_call_duration_seconds", "Model call latency", model, buckets=_SECONDS, registry=own
         )
+
+    def _pool_series(self, own: CollectorRegistry | None) -> None:
         self.pool_in_use = Gauge(
             "engram_db_pool_connections_in_use",
             "Database connections checked out, per pool",
@@ -126,7 +139,6 @@ class Metrics:
             registry=own,
             multiprocess_mode="livesum",
         )
-        self._engines: dict[str, AsyncEngine] = {}
 
     # -- the database pools --------------------------------------------------------------------------
     def watch_pool(self, name: str, engine: AsyncEngine) -> None:
