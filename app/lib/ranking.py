@@ -38,7 +38,7 @@ class RankingPolicy:
     keyword_max_matches: int = 1000  # full-text matches ranked per recall (bounds broad OR queries)
     bm25_k1: float = 1.2  # term-frequency saturation
     bm25_b: float = 0.75  # length normalisation
-    fusion: Fusion = Fusion.WEIGHTED
+    fusion: Fusion = Fusion.NORMALISED
     rrf_k: int = 60
     # The two relevance components' weights under `normalised` and `rrf` (`weighted` uses
     # weights.semantic and weights.keyword).

@@ -133,7 +133,8 @@ class Settings(BaseSettings):
     keyword_saturation: float = Field(default=2.0, gt=0)
     bm25_k1: float = Field(default=1.2, ge=0)
     bm25_b: float = Field(default=0.75, ge=0, le=1)
-    fusion: Literal["weighted", "normalised", "rrf"] = "weighted"
+    # How cosine and BM25 combine (app/memory/fusion.py); docs/RANKING.md measures the three.
+    fusion: Literal["weighted", "normalised", "rrf"] = "normalised"
     rrf_k: int = Field(default=60, ge=1)
     fused_semantic_weight: float = 0.35  # the normalised and rrf fusions' weights
     fused_keyword_weight: float = 0.35

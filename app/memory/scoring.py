@@ -103,8 +103,11 @@ def score(
     weights = policy.weights
     cosine = clamp(item.cosine)
     saturated = keyword_score(item.keyword_rank, policy.keyword_saturation)
-    semantic, keyword = (cosine, saturated) if fused is None else (fused.semantic, fused.keyword)
-    w_semantic, w_keyword = policy.relevance_weights()
+    if fused is None:
+        semantic, keyword, w_semantic, w_keyword = cosine, saturated, weights.semantic, weights.keyword
+    else:
+        semantic, keyword = fused.semantic, fused.keyword
+        w_semantic, w_keyword = policy.relevance_weights()
     recency = decay(1.0, _age_days(now, item.valid_from), policy.recency_half_life_days)
     last_touch = item.last_accessed_at or item.valid_from
     salience = decay(item.salience, _age_days(now, last_touch), policy.half_lives.get(item.type))

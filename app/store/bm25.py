@@ -89,7 +89,7 @@ def bm25_ctes(source: str) -> str:
     `k` of them, ties broken by content so equal scores choose the same rows every time)."""
     return f"""matched AS MATERIALIZED (
                     SELECT id, content_hash, tsv FROM {source} LIMIT :kw_cap
-                ), query_lexemes AS (
+                ), query_lexemes AS MATERIALIZED (  -- once: a generic plan would stem per row
                     SELECT tsvector_to_array(to_tsvector('english', :words)) AS lexemes
                 ), hits AS (
                     SELECT matched.id, t.lexeme, coalesce(cardinality(t.positions), 1) AS tf,

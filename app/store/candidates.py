@@ -115,13 +115,12 @@ _SHORT_TSV = (
     " + octet_length(user_id) + octet_length(coalesce(project_id, '')) <= 2400)"
 )
 
-# What a candidate statement returns for each row `m` it loads (`scored`: the BM25 of every text match,
-# so a row the cosine half found carries its keyword score too; `a`: its access, ACCESS_JOIN), and its
-# types.
+# What a candidate statement returns for each row `m` it loads (`r`: its id and BM25, 0 when its text
+# does not match; `a`: its access, ACCESS_JOIN), and its types.
 _CANDIDATE_SELECT = f"""SELECT {MEMORY_SQL}, m.content_tokens,
                        CASE WHEN m.embed_model = :embed_model AND m.embedding IS NOT NULL
                             THEN 1 - (m.embedding <=> CAST(:qvec AS vector)) END AS cosine,
-                       coalesce(scored.rank, 0) AS rank"""
+                       coalesce(r.rank, 0) AS rank"""
 _CANDIDATE_RESULT = (
     *(result_column(c) for c in MEMORY_COLUMNS),
     column("content_tokens", Integer),
@@ -287,12 +286,18 @@ class RecallStore:
                 always AS (
                     SELECT id FROM memories
                     WHERE {_recall_scope(scope)} AND {PROTECTED_SQL} LIMIT :k
-                ), ids AS (SELECT id FROM sem UNION SELECT id FROM kw UNION SELECT id FROM always)
+                ), ids AS MATERIALIZED (
+                    SELECT u.id, scored.rank
+                    FROM (SELECT id FROM sem UNION SELECT id FROM kw UNION SELECT id FROM always) u
+                    LEFT JOIN scored ON scored.id = u.id
+                )
                 {_CANDIDATE_SELECT}
-                FROM ids JOIN memories m ON m.tenant_id = :tenant AND m.id = ids.id
-                LEFT JOIN scored ON scored.id = ids.id {ACCESS_JOIN}"""
+                FROM memories m JOIN ids r ON r.id = m.id {ACCESS_JOIN}
+                WHERE m.tenant_id = :tenant AND m.id = ANY (ARRAY(SELECT id FROM ids))"""
         ).columns(*_CANDIDATE_RESULT)
-        # One round trip; plain rows (see CandidateRow).
+        # One round trip; plain rows (see CandidateRow). The rows are fetched by primary key from the
+        # id array: joining the candidates' CTE to `memories` let the planner, misled by a fresh table's
+        # estimates, scan the scope once per candidate (a 419-row scope: 35 ms instead of 9).
         rows = (await self.session.execute(sql, query.params())).mappings().all()
         return [CandidateRow.of(row) for row in rows]
 
@@ -302,8 +307,7 @@ class RecallStore:
         sql = text(
             f"""WITH {_scope_matches(query.scope, query.tsquery)}
                 {_CANDIDATE_SELECT}
-                FROM kw JOIN memories m ON m.tenant_id = :tenant AND m.id = kw.id
-                JOIN scored ON scored.id = kw.id {ACCESS_JOIN}"""
+                FROM kw r JOIN memories m ON m.tenant_id = :tenant AND m.id = r.id {ACCESS_JOIN}"""
         ).columns(*_CANDIDATE_RESULT)
         rows = (await self.session.execute(sql, query.params())).mappings().all()
         return [CandidateRow.of(row) for row in rows]

@@ -82,5 +82,6 @@ def test_the_policy_carries_bm25_and_fusion_settings() -> None:
     )
     assert (policy.fusion, policy.bm25_k1, policy.bm25_b, policy.rrf_k) == (Fusion.RRF, 0.9, 0.4, 20)
     assert policy.relevance_weights() == (0.6, 0.35)
-    weighted = RankingPolicy(weights=ScoringWeights(semantic=0.5, keyword=0.2))
+    weighted = RankingPolicy(weights=ScoringWeights(semantic=0.5, keyword=0.2), fusion=Fusion.WEIGHTED)
     assert weighted.relevance_weights() == (0.5, 0.2)
+    assert RankingPolicy.of(Settings()).fusion is Fusion.NORMALISED  # the default (docs/RANKING.md)
