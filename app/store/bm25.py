@@ -8,7 +8,9 @@ under the tenant's row-level security like every other read:
 - df of each query lexeme: the number of the scope's matches holding it. An OR query's matches contain
   every row holding any query lexeme, so df is exact unless the matches are capped by
   `keyword_max_matches` (a query that broad matches most of the scope; df is then a lower bound).
-- tf: the lexeme's positions in the row's tsvector (`unnest(content_tsv)`).
+- tf: the lexeme's positions in the row's tsvector. The query's lexemes are picked out of it in C
+  (weight them A, keep the A entries: every stored position has the default weight D) before `unnest`,
+  so a long row yields a few rows rather than one per distinct lexeme.
 - the row's length: `length(content_tsv)`, its distinct lexemes (the tsvector keeps no token count; the
   Python reference in the tests uses the same definition).
 - N and the mean length: `TextStats`, from one count over the scope (`RecallStore.text_stats`; scopes of
@@ -94,8 +96,8 @@ def bm25_ctes(source: str) -> str:
                 ), hits AS (
                     SELECT matched.id, t.lexeme, coalesce(cardinality(t.positions), 1) AS tf,
                            length(matched.tsv) AS dl
-                    FROM matched CROSS JOIN query_lexemes q, unnest(matched.tsv) t
-                    WHERE t.lexeme = ANY (q.lexemes)
+                    FROM matched CROSS JOIN query_lexemes q,
+                         unnest(ts_filter(setweight(matched.tsv, 'A', q.lexemes), '{{a}}')) t
                 ), df AS (
                     SELECT lexeme, count(*) AS df FROM hits GROUP BY lexeme
                 ), scored AS (
