@@ -9,11 +9,20 @@ relevance floor and the supersede/review thresholds belong to the embedder (`Emb
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from app.lib.settings import ScoringWeights, Settings
 
 # A recall that asks for a type (`prefer_type`) adds this to the score of memories of that type.
 PREFER_TYPE_BONUS = 0.10
+
+
+class Fusion(StrEnum):
+    """How the cosine and the BM25 become score components (app.memory.fusion)."""
+
+    WEIGHTED = "weighted"
+    NORMALISED = "normalised"
+    RRF = "rrf"
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,11 +31,19 @@ class RankingPolicy:
     type_priors: dict[str, float] = field(default_factory=dict)
     half_lives: dict[str, float | None] = field(default_factory=dict)  # days; None: never decays
     recency_half_life_days: float = 30.0
-    keyword_saturation: float = 0.1
+    keyword_saturation: float = 2.0  # the BM25 at which the weighted keyword component is 0.5
     prefer_type_bonus: float = PREFER_TYPE_BONUS
     min_relevance: float | None = None  # None: the embedder's floor
     candidate_k: int = 50  # per half: top-k by cosine, top-k by keywords
     keyword_max_matches: int = 1000  # full-text matches ranked per recall (bounds broad OR queries)
+    bm25_k1: float = 1.2  # term-frequency saturation
+    bm25_b: float = 0.75  # length normalisation
+    fusion: Fusion = Fusion.NORMALISED
+    rrf_k: int = 60
+    # The two relevance components' weights under `normalised` and `rrf` (`weighted` uses
+    # weights.semantic and weights.keyword).
+    fused_semantic_weight: float = 0.35
+    fused_keyword_weight: float = 0.35
 
     @classmethod
     def of(cls, settings: Settings) -> RankingPolicy:
@@ -39,7 +56,19 @@ class RankingPolicy:
             min_relevance=settings.min_relevance,
             candidate_k=settings.candidate_k,
             keyword_max_matches=settings.keyword_max_matches,
+            bm25_k1=settings.bm25_k1,
+            bm25_b=settings.bm25_b,
+            fusion=Fusion(settings.fusion),
+            rrf_k=settings.rrf_k,
+            fused_semantic_weight=settings.fused_semantic_weight,
+            fused_keyword_weight=settings.fused_keyword_weight,
         )
+
+    def relevance_weights(self) -> tuple[float, float]:
+        """(semantic, keyword) weights of the score under this policy's fusion."""
+        if self.fusion is Fusion.WEIGHTED:
+            return self.weights.semantic, self.weights.keyword
+        return self.fused_semantic_weight, self.fused_keyword_weight
 
     def floor(self, embedder_floor: float) -> float:
         """The minimum relevance a recall applies when the request names none."""

@@ -133,7 +133,16 @@ class Settings(BaseSettings):
     hnsw_ef_search: int = 100  # HNSW candidate list size (higher: closer to exact, slower)
     hnsw_min_share: float = 0.02  # HNSW only when the scope is at least this share of the table
     min_relevance: float | None = None  # None: the embedder's own floor
-    keyword_saturation: float = 0.1
+    # The BM25 at which the `weighted` fusion's keyword component is 0.5 (and the relevance floor's
+    # keyword side): about one match of a word in a few percent of the scope's rows.
+    keyword_saturation: float = Field(default=2.0, gt=0)
+    bm25_k1: float = Field(default=1.2, ge=0)
+    bm25_b: float = Field(default=0.75, ge=0, le=1)
+    # How cosine and BM25 combine (app/memory/fusion.py); docs/RANKING.md measures the three.
+    fusion: Literal["weighted", "normalised", "rrf"] = "normalised"
+    rrf_k: int = Field(default=60, ge=1)
+    fused_semantic_weight: float = 0.35  # the normalised and rrf fusions' weights
+    fused_keyword_weight: float = 0.35
     recency_half_life_days: float = 30.0
     temporary_ttl_seconds: int = 86400
     forget_query_min_cosine: float | None = None  # None: the embedder's review threshold

@@ -17,6 +17,7 @@ from app.lib.errors import ValidationFailed
 from app.lib.metrics import observe_recall
 from app.lib.ranking import RankingPolicy
 from app.lib.tokens import TokenCounter
+from app.memory.fusion import fuse
 from app.memory.lines import line_body, line_prefix
 from app.memory.models import RecalledMemory, RecallInput, RecallResult, SkippedMemory
 from app.memory.packing import Packed, PackItem, pack
@@ -91,14 +92,18 @@ class Recaller:
         use_index, size = await ctx.scope_sizes.plan(
             ctx.store.recall, scope, now, settings.exact_scan_max_rows, settings.hnsw_min_share
         )
+        tsquery = or_tsquery(request.query)
         query = CandidateQuery(
             scope,
             vector,
             ctx.embedder.name,
-            or_tsquery(request.query),
+            tsquery,
             policy.candidate_k,
             now,
             policy.keyword_max_matches,
+            stats=await ctx.scope_sizes.text_stats(ctx.store.recall, scope, now) if tsquery else None,
+            k1=policy.bm25_k1,
+            b=policy.bm25_b,
         )
         candidates = Candidates(request, policy, ctx.counter, now)
         apart = self._keywords_apart(query, size, candidates)
@@ -191,7 +196,8 @@ def _result(
 
 
 class Candidates:
-    """Recall's candidates, each scored and rendered into a pack item once, as its half arrives.
+    """Recall's candidates, filtered and rendered as each half's rows arrive, and scored together once
+    both have (`items`): the normalised and rank fusions read every candidate's raw scores.
 
     The first row seen of a memory is kept: the text half's rows are added first (they carry the
     keyword rank; the cosine half's rows carry 0 when the text half was read apart).
@@ -201,7 +207,7 @@ class Candidates:
         self.request, self.policy, self.counter, self.now = request, policy, counter, now
         self.wanted_types = set(request.types) if request.types else None
         self.components: dict[uuid.UUID, dict[str, float]] = {}
-        self._items: list[PackItem[CandidateRow]] = []
+        self._rows: list[tuple[CandidateRow, str]] = []  # kept rows and their line prefixes
         self._seen: set[uuid.UUID] = set()
 
     @property
@@ -210,20 +216,34 @@ class Candidates:
         return len(self._seen)
 
     def add(self, rows: Sequence[CandidateRow]) -> None:
-        request, policy = self.request, self.policy
         for m in rows:
             if m.id in self._seen:
                 continue
             self._seen.add(m.id)
             if self.wanted_types is not None and m.type not in self.wanted_types:
                 continue
-            if m.privacy == Privacy.SENSITIVE and not request.include_sensitive:
+            if m.privacy == Privacy.SENSITIVE and not self.request.include_sensitive:
                 continue
-            s = score(m, now=self.now, policy=policy, project_id=request.project_id)
+            self._rows.append((m, line_prefix(m)))
+
+    def items(self) -> list[PackItem[CandidateRow]]:
+        """Every candidate scored, in a fixed order (newest first, then content, then id), whichever half
+        arrived first, so equal scores pack the same way every time."""
+        request, policy = self.request, self.policy
+        rows = [m for m, _ in self._rows]
+        fused = fuse(
+            [m.cosine for m in rows],
+            [m.keyword_rank for m in rows],
+            policy.fusion,
+            saturation=policy.keyword_saturation,
+            rrf_k=policy.rrf_k,
+        )
+        items: list[PackItem[CandidateRow]] = []
+        for (m, prefix), relevance in zip(self._rows, fused, strict=True):
+            s = score(m, now=self.now, policy=policy, project_id=request.project_id, fused=relevance)
             self.components[m.id] = s.components
-            prefix = line_prefix(m)
             bonus = policy.prefer_type_bonus if request.prefer_type == m.type else 0.0
-            self._items.append(
+            items.append(
                 PackItem(
                     ref=m,
                     line=prefix + line_body(m.content),
@@ -238,11 +258,7 @@ class Candidates:
                     else self.counter.count(prefix) + m.content_tokens,
                 )
             )
-
-    def items(self) -> list[PackItem[CandidateRow]]:
-        """In a fixed order (newest first, then content, then id), whichever half arrived first, so equal
-        scores pack the same way every time."""
-        return sorted(self._items, key=lambda i: (i.valid_from, i.content_hash, i.ref.id.bytes), reverse=True)
+        return sorted(items, key=lambda i: (i.valid_from, i.content_hash, i.ref.id.bytes), reverse=True)
 
 
 def _ms(since: float) -> float:

@@ -1,10 +1,12 @@
 """Recall scoring: pure functions over plain values, each component visible in the trace.
 
-score = w.semantic*semantic + w.keyword*keyword + w.recency*recency + w.salience*effective_salience
+score = w_s*semantic + w_k*keyword + w.recency*recency + w.salience*effective_salience
       + w.importance*importance + w.confidence*confidence + type_prior + w.project_match*project_match
       + w.pinned_bonus*(pinned or critical) - w.privacy_penalty*(private)
-relevance (what the minimum-relevance floor applies to) = max(semantic, keyword): how much the memory
-is about the query, whatever its salience.
+semantic and keyword are the fusion's components (app.memory.fusion; w_s, w_k:
+`RankingPolicy.relevance_weights`). relevance (what the minimum-relevance floor applies to) =
+max(cosine, saturated BM25) under every fusion: how much the memory is about the query, whatever its
+salience (a normalised or rank-based component is 1 for the best match of any query, relevant or not).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from datetime import datetime
 from typing import Protocol
 
 from app.lib.ranking import RankingPolicy
+from app.memory.fusion import Relevance, clamp, saturate
 from app.vocabulary import Privacy
 
 SECONDS_PER_DAY = 86400.0
@@ -52,7 +55,7 @@ class ScoreInput:
     """What scoring needs to know about one candidate."""
 
     cosine: float | None  # None when the row has no comparable embedding (e.g. another embed model)
-    keyword_rank: float  # ts_rank_cd; 0 when the text did not match
+    keyword_rank: float  # BM25; 0 when the text did not match
     type: str
     importance: float
     confidence: float
@@ -80,20 +83,31 @@ def decay(value: float, age_days: float, half_life_days: float | None) -> float:
 
 def keyword_score(rank: float, saturation: float) -> float:
     """Map an unbounded text rank to [0, 1) so one keyword hit is comparable across queries."""
-    if rank <= 0:
-        return 0.0
-    return rank / (rank + saturation)
+    return saturate(rank, saturation)
 
 
 def _age_days(now: datetime, then: datetime) -> float:
     return max((now - then).total_seconds(), 0.0) / SECONDS_PER_DAY
 
 
-def score(item: Scorable, *, now: datetime, policy: RankingPolicy, project_id: str | None) -> Scored:
-    """The score of one candidate, with every component that went into it."""
+def score(
+    item: Scorable,
+    *,
+    now: datetime,
+    policy: RankingPolicy,
+    project_id: str | None,
+    fused: Relevance | None = None,
+) -> Scored:
+    """The score of one candidate, with every component that went into it. `fused`: its relevance
+    components from `fusion.fuse` over the recall's candidates; None: the weighted fusion's."""
     weights = policy.weights
-    semantic = max(0.0, min(1.0, item.cosine)) if item.cosine is not None else 0.0
-    keyword = keyword_score(item.keyword_rank, policy.keyword_saturation)
+    cosine = clamp(item.cosine)
+    saturated = keyword_score(item.keyword_rank, policy.keyword_saturation)
+    if fused is None:
+        semantic, keyword, w_semantic, w_keyword = cosine, saturated, weights.semantic, weights.keyword
+    else:
+        semantic, keyword = fused.semantic, fused.keyword
+        w_semantic, w_keyword = policy.relevance_weights()
     recency = decay(1.0, _age_days(now, item.valid_from), policy.recency_half_life_days)
     last_touch = item.last_accessed_at or item.valid_from
     salience = decay(item.salience, _age_days(now, last_touch), policy.half_lives.get(item.type))
@@ -101,6 +115,7 @@ def score(item: Scorable, *, now: datetime, policy: RankingPolicy, project_id: s
     components = {
         "semantic": semantic,
         "keyword": keyword,
+        "bm25": item.keyword_rank,
         "recency": recency,
         "salience": salience,
         "importance": item.importance,
@@ -111,8 +126,8 @@ def score(item: Scorable, *, now: datetime, policy: RankingPolicy, project_id: s
         "privacy_penalty": 1.0 if item.privacy == Privacy.PRIVATE else 0.0,
     }
     total = (
-        weights.semantic * semantic
-        + weights.keyword * keyword
+        w_semantic * semantic
+        + w_keyword * keyword
         + weights.recency * recency
         + weights.salience * salience
         + weights.importance * item.importance
@@ -122,4 +137,4 @@ def score(item: Scorable, *, now: datetime, policy: RankingPolicy, project_id: s
         + weights.pinned_bonus * components["pinned_bonus"]
         - weights.privacy_penalty * components["privacy_penalty"]
     )
-    return Scored(score=round(total, 6), relevance=round(max(semantic, keyword), 6), components=components)
+    return Scored(score=round(total, 6), relevance=round(max(cosine, saturated), 6), components=components)

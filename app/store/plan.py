@@ -9,7 +9,9 @@ only when the scope is a sizeable share of the index: with a tiny share the grap
 thousands of other tenants' vectors and can stop before it finds the scope's nearest ones.
 
 Counting a large scope is itself a scan, so counts of large scopes are remembered for a minute per
-process; small scopes are counted on every call (the count stops at the scope's size).
+process; small scopes are counted on every call (the count stops at the scope's size). The same holds for
+the text statistics BM25 reads (N and the mean tsvector length, `text_stats`): a large scope's can be a
+minute old, which moves an idf by a fraction of a percent; a small scope's are exact.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 
+from app.store.bm25 import TextStats
 from app.store.candidates import RecallStore
 from app.vocabulary import Scope
 
@@ -45,6 +48,7 @@ class ScopeSizes:
     def __init__(self, *, remember_from: int = 1_000, ttl_seconds: float = 60.0, capacity: int = 10_000):
         self.remember_from, self.ttl, self.capacity = remember_from, ttl_seconds, capacity
         self._sizes: dict[tuple[str, str, str | None, str, int], tuple[float, int, float]] = {}
+        self._stats: dict[tuple[str, str, str | None, str], tuple[float, TextStats]] = {}
 
     async def plan(
         self, store: RecallStore, scope: Scope, now: datetime, exact_max: int, min_share: float
@@ -69,6 +73,19 @@ class ScopeSizes:
                 self._sizes.clear()
             self._sizes[key] = (time.monotonic(), rows, table)
         return rows, table
+
+    async def text_stats(self, store: RecallStore, scope: Scope, now: datetime) -> TextStats:
+        """BM25's scope statistics, counted or (scopes of `remember_from` rows and more) remembered."""
+        key = (str(scope.tenant), scope.user_id, scope.project_id, scope.reach)
+        known = self._stats.get(key)
+        if known is not None and time.monotonic() - known[0] < self.ttl:
+            return known[1]
+        stats = await store.text_stats(scope, now)
+        if stats.rows >= self.remember_from:
+            if len(self._stats) >= self.capacity:
+                self._stats.clear()
+            self._stats[key] = (time.monotonic(), stats)
+        return stats
 
 
 SCOPE_SIZES = ScopeSizes()

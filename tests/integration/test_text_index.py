@@ -87,7 +87,10 @@ async def test_the_text_half_reads_the_covering_index(
         scans = await session.scalar(
             text("SELECT pg_stat_get_xact_numscans('ix_memories_scope_text'::regclass)")
         )
-    assert sum(1 for r in rows if r.keyword_rank > 0) == 5
+    # Every row matches both words, so every candidate (5 by cosine, 5 by BM25, overlapping) carries
+    # its BM25, the cosine half's too.
+    assert 5 <= len(rows) <= 10
+    assert all(r.keyword_rank > 0 for r in rows)
     assert scans == 1
 
 

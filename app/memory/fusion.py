@@ -1,0 +1,79 @@
+"""How recall combines its two halves' raw scores (cosine, BM25) into two score components.
+
+Pure functions over one recall's candidates, since two of the three need the whole set:
+
+- `weighted` (Engram's original): the cosine, and the BM25 saturated to [0, 1) by `rank / (rank + s)`.
+- `normalised`: the cosine, and the BM25 divided by the best BM25 among the query's candidates, so the
+  best keyword match of every query scores 1 whatever its raw scale (BM25 is unbounded and its scale
+  moves with the scope's size and the query's length).
+- `rrf`: reciprocal-rank fusion, each half's share `(k + 1) / (k + rank)` (1 for a half's first row, 0
+  for a row the half did not find), so only the order within each half counts.
+
+`scoring.score` weighs the two components (`RankingPolicy.relevance_weights`) with Engram's others
+(recency, salience, importance, ...). docs/RANKING.md has the measurements behind the default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from app.lib.ranking import Fusion
+
+
+@dataclass(frozen=True, slots=True)
+class Relevance:
+    """One candidate's two relevance components, on its fusion's scale ([0, 1] each)."""
+
+    semantic: float
+    keyword: float
+
+
+def clamp(cosine: float | None) -> float:
+    return max(0.0, min(1.0, cosine)) if cosine is not None else 0.0
+
+
+def saturate(rank: float, saturation: float) -> float:
+    """Map an unbounded text rank to [0, 1) so one keyword hit is comparable across queries."""
+    if rank <= 0:
+        return 0.0
+    return rank / (rank + saturation)
+
+
+def ranks(values: Sequence[float]) -> list[int | None]:
+    """1-based rank of each positive value, best first (equal values share the better rank); None for
+    values <= 0, which the half did not find."""
+    order = sorted((v for v in values if v > 0), reverse=True)
+    first: dict[float, int] = {}
+    for position, value in enumerate(order, start=1):
+        first.setdefault(value, position)
+    return [first[v] if v > 0 else None for v in values]
+
+
+def reciprocal(rank: int | None, k: int) -> float:
+    """A half's RRF share, scaled so its first row gets 1."""
+    return 0.0 if rank is None else (k + 1) / (k + rank)
+
+
+def fuse(
+    cosines: Sequence[float | None],
+    bm25: Sequence[float],
+    fusion: Fusion,
+    *,
+    saturation: float,
+    rrf_k: int = 60,
+) -> list[Relevance]:
+    """The relevance components of each candidate (the two sequences are aligned)."""
+    if fusion is Fusion.WEIGHTED:
+        return [Relevance(clamp(c), saturate(r, saturation)) for c, r in zip(cosines, bm25, strict=True)]
+    if fusion is Fusion.NORMALISED:
+        best = max((r for r in bm25 if r > 0), default=0.0)
+        return [
+            Relevance(clamp(c), r / best if best > 0 and r > 0 else 0.0)
+            for c, r in zip(cosines, bm25, strict=True)
+        ]
+    semantic = ranks([c if c is not None else 0.0 for c in cosines])
+    keyword = ranks(bm25)
+    return [
+        Relevance(reciprocal(s, rrf_k), reciprocal(w, rrf_k)) for s, w in zip(semantic, keyword, strict=True)
+    ]

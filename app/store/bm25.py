@@ -1,0 +1,116 @@
+"""Okapi BM25 for recall's text half, computed inside PostgreSQL at query time, per scope.
+
+The tsvector and its covering index stay the matcher: an OR tsquery finds the scope's matches, and the
+statement scores them by BM25 instead of `ts_rank_cd` (which has no idf and no length normalisation: a
+speaker's name in half the turns weighed as much as a rare word). Each piece comes from the scope itself,
+under the tenant's row-level security like every other read:
+
+- df of each query lexeme: the number of the scope's matches holding it. An OR query's matches contain
+  every row holding any query lexeme, so df is exact unless the matches are capped by
+  `keyword_max_matches` (a query that broad matches most of the scope; df is then a lower bound).
+- tf: the lexeme's positions in the row's tsvector. The query's lexemes are picked out of it in C
+  (weight them A, keep the A entries: every stored position has the default weight D) before `unnest`,
+  so a long row yields a few rows rather than one per distinct lexeme.
+- the row's length: `length(content_tsv)`, its distinct lexemes (the tsvector keeps no token count; the
+  Python reference in the tests uses the same definition).
+- N and the mean length: `TextStats`, from one count over the scope (`RecallStore.text_stats`; scopes of
+  1000+ rows are remembered for a minute by `ScopeSizes`, so there they can be a minute old).
+
+Why query-time statistics rather than a table kept by writes: see docs/RANKING.md (every remember,
+supersession, forget, erase, import and re-embed would rewrite one df row per distinct lexeme of the
+memory, and the rows of common lexemes are hot: every write of a user contends on them).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class TextStats:
+    """What BM25 needs to know of a whole scope."""
+
+    rows: int  # N: live, unexpired rows in the scope
+    avg_length: float  # mean length(content_tsv) over those rows
+
+    def params(self) -> dict[str, float]:
+        return {"bm25_n": float(max(self.rows, 1)), "bm25_avgdl": max(self.avg_length, 1.0)}
+
+
+def idf(rows: int, df: int) -> float:
+    """Lucene's non-negative idf: ln(1 + (N - df + 0.5) / (df + 0.5)); N is at least df (a remembered
+    N can be a minute older than the matches)."""
+    n = max(rows, df)
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+def term_score(tf: int, length: int, avg_length: float, term_idf: float, k1: float, b: float) -> float:
+    """One query lexeme's share of a row's BM25."""
+    norm = k1 * (1.0 - b + b * length / max(avg_length, 1.0))
+    return term_idf * tf * (k1 + 1.0) / (tf + norm)
+
+
+def bm25(
+    tfs: Mapping[str, int],
+    length: int,
+    dfs: Mapping[str, int],
+    stats: TextStats,
+    *,
+    k1: float,
+    b: float,
+) -> float:
+    """A row's BM25 for the query lexemes it holds (`tfs`: lexeme -> positions in the row)."""
+    return sum(
+        term_score(tf, length, stats.avg_length, idf(stats.rows, dfs[lexeme]), k1, b)
+        for lexeme, tf in tfs.items()
+        if tf > 0
+    )
+
+
+def document_frequencies(rows: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    """df of each lexeme over rows given as lexeme -> tf maps."""
+    dfs: dict[str, int] = {}
+    for tfs in rows:
+        for lexeme, tf in tfs.items():
+            if tf > 0:
+                dfs[lexeme] = dfs.get(lexeme, 0) + 1
+    return dfs
+
+
+# The SQL below is `bm25` above, over the matches of `source` (rows with id, content_hash and a
+# matching tsvector `tsv`). Parameters: :words (the query's words), :kw_cap, :k, :bm25_n, :bm25_avgdl,
+# :bm25_k1, :bm25_b. Casts: asyncpg would otherwise type `:k1 + 1` as an integer.
+_F = "CAST({} AS float8)"
+_N, _AVGDL, _K1, _B = (_F.format(p) for p in (":bm25_n", ":bm25_avgdl", ":bm25_k1", ":bm25_b"))
+
+
+def bm25_ctes(source: str) -> str:
+    """The text half as CTEs: `scored` (every match's BM25, up to `kw_cap` matches) and `kw` (the top
+    `k` of them, ties broken by content so equal scores choose the same rows every time)."""
+    return f"""matched AS MATERIALIZED (
+                    SELECT id, content_hash, tsv FROM {source} LIMIT :kw_cap
+                ), query_lexemes AS MATERIALIZED (  -- once: a generic plan would stem per row
+                    SELECT tsvector_to_array(to_tsvector('english', :words)) AS lexemes
+                ), hits AS (
+                    SELECT matched.id, t.lexeme, coalesce(cardinality(t.positions), 1) AS tf,
+                           length(matched.tsv) AS dl
+                    FROM matched CROSS JOIN query_lexemes q,
+                         unnest(ts_filter(setweight(matched.tsv, 'A', q.lexemes), '{{a}}')) t
+                ), df AS (
+                    SELECT lexeme, count(*) AS df FROM hits GROUP BY lexeme
+                ), scored AS (
+                    SELECT hits.id,
+                           sum(ln(1 + (greatest({_N}, df.df) - df.df + 0.5) / (df.df + 0.5))
+                               * hits.tf * ({_K1} + 1)
+                               / (hits.tf + {_K1} * (1 - {_B} + {_B} * hits.dl / {_AVGDL}))) AS rank
+                    FROM hits JOIN df USING (lexeme) GROUP BY hits.id
+                ), kw AS (
+                    SELECT scored.id, scored.rank FROM scored JOIN matched USING (id)
+                    ORDER BY scored.rank DESC, matched.content_hash LIMIT :k
+                )"""
+
+
+NO_KEYWORD_CTES = """scored AS (SELECT NULL::uuid AS id, 0.0::float8 AS rank WHERE false),
+                kw AS (SELECT id, rank FROM scored)"""

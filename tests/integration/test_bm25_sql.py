@@ -1,0 +1,114 @@
+"""Recall's BM25 inside PostgreSQL: the scores the candidate statement gives equal a Python BM25 over the
+same scope's tsvectors, a rare word outranks a common one, and other tenants' and users' rows change
+nothing (N, df and the mean length are the scope's own, under row-level security)."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
+
+from app.db.session import set_tenant
+from app.embeddings.hashing import HashEmbedder
+from app.store.bm25 import TextStats, bm25, document_frequencies
+from app.store.candidates import CandidateQuery, CandidateRow, RecallStore, or_tsquery
+from app.tenancy.types import TenantId
+from app.vocabulary import Reach, Scope
+from tests.conftest import Api
+
+# A tsvector's text form: 'lexeme':1,4B 'other':2 (positions optional, quotes doubled inside).
+_ENTRY = re.compile(r"'((?:[^']|'')+)'(?::([0-9A-D,]+))?")
+
+COMMON = [
+    "The support group met on Tuesday",
+    "Support for the old printer ended",
+    "She asked the support desk about her laptop, and the support desk called back",
+    "The support ticket about the VPN was closed",
+    "Our support rota changes in March",
+    "Support group snacks were oat cookies",
+    "Melanie thanked the support group for the long and kind conversation about painting",
+]
+RARE = "The zeppelin tour needs support from the museum"
+QUERY = "zeppelin support"
+
+
+def _parse(tsvector: str) -> dict[str, int]:
+    """lexeme -> tf (its positions) of a tsvector's text form."""
+    return {
+        m.group(1).replace("''", "'"): len(m.group(2).split(",")) if m.group(2) else 1
+        for m in _ENTRY.finditer(tsvector)
+    }
+
+
+async def _candidates(app_engine: AsyncEngine, tenant: TenantId, query: str) -> list[CandidateRow]:
+    embedder = HashEmbedder()
+    async with async_sessionmaker(app_engine)() as session, session.begin():
+        await set_tenant(session, tenant)
+        q = CandidateQuery(
+            Scope(tenant, "u", None, Reach.WITH_GLOBAL),
+            embedder.embed_text(query),
+            embedder.name,
+            or_tsquery(query),
+            50,
+            datetime.now(UTC),
+        )
+        return await RecallStore(session, tenant).candidates(q, dim=embedder.dim, use_index=False)
+
+
+async def _python_bm25(app_engine: AsyncEngine, tenant: TenantId, query: str) -> dict[str, float]:
+    """BM25 in Python over the scope's rows as stored (the same tsvectors, counted here)."""
+    async with async_sessionmaker(app_engine)() as session, session.begin():
+        await set_tenant(session, tenant)
+        stored = (
+            await session.execute(
+                text("SELECT id::text, content_tsv::text FROM memories WHERE user_id = 'u'")
+            )
+        ).all()
+        lexemes = set(
+            await session.scalar(text("SELECT tsvector_to_array(to_tsvector('english', :q))"), {"q": query})
+        )
+    rows = {row_id: _parse(tsv) for row_id, tsv in stored}
+    stats = TextStats(len(rows), sum(len(tfs) for tfs in rows.values()) / len(rows))
+    matched = {row_id: {x: tf for x, tf in tfs.items() if x in lexemes} for row_id, tfs in rows.items()}
+    dfs = document_frequencies(matched.values())
+    return {
+        row_id: bm25(matched[row_id], len(tfs), dfs, stats, k1=1.2, b=0.75)
+        for row_id, tfs in rows.items()
+        if matched[row_id]
+    }
+
+
+async def test_sql_bm25_equals_a_python_bm25_over_the_scope_and_ranks_the_rare_word_first(
+    api: Api, other_api: Api, app_engine: AsyncEngine
+) -> None:
+    for content in [*COMMON, RARE, "Lunch is at noon", "The cat is called Miso"]:
+        await api.remember(user_id="u", content=content)
+    # The rare word everywhere outside the scope: another user of the tenant, another tenant's user "u".
+    for i in range(6):
+        await api.remember(user_id="v", content=f"Zeppelin number {i} landed in hangar {i}")
+        await other_api.remember(user_id="u", content=f"Zeppelin flight {i} was delayed by wind")
+    tenant = TenantId(api.tenant_id)
+
+    rows = await _candidates(app_engine, tenant, QUERY)
+    expected = await _python_bm25(app_engine, tenant, QUERY)
+
+    got = {str(r.id): r.keyword_rank for r in rows if r.keyword_rank > 0}
+    assert set(got) == set(expected)
+    assert len(got) == len(COMMON) + 1
+    for row_id, score in expected.items():
+        assert got[row_id] == pytest.approx(score, rel=1e-9), row_id
+    by_rank = sorted(rows, key=lambda r: -r.keyword_rank)
+    assert by_rank[0].content == RARE
+    # The row with "support" twice outranks the long row holding it once.
+    ranked = [r.content for r in by_rank]
+    assert ranked.index(COMMON[2]) < ranked.index(COMMON[6])
+
+
+async def test_a_scope_without_matches_scores_no_keywords(api: Api, app_engine: AsyncEngine) -> None:
+    await api.remember(user_id="u", content="The cat is called Miso")
+    rows = await _candidates(app_engine, TenantId(api.tenant_id), "zeppelin")
+    assert rows
+    assert all(r.keyword_rank == 0 for r in rows)

@@ -1,0 +1,87 @@
+"""The BM25 formula recall's SQL mirrors, and the three fusions of cosine and BM25 (pure functions)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from app.lib.ranking import Fusion, RankingPolicy
+from app.lib.settings import ScoringWeights, Settings
+from app.memory.fusion import Relevance, fuse, ranks, reciprocal
+from app.store.bm25 import TextStats, bm25, document_frequencies, idf, term_score
+
+
+def test_idf_is_lucenes_and_never_negative() -> None:
+    assert idf(100, 1) == pytest.approx(math.log(1 + 99.5 / 1.5))
+    assert idf(100, 100) == pytest.approx(math.log(1 + 0.5 / 100.5))
+    assert idf(10, 1) > idf(10, 5) > idf(10, 10) > 0
+    assert idf(3, 5) > 0  # a remembered N older than the matches: N is taken as at least df
+
+
+def test_term_score_by_hand() -> None:
+    # tf 2, a row of 10 lexemes in a scope averaging 5: k1 (1 - b + b * 2) = 1.2 * 1.75 = 2.1
+    assert term_score(2, 10, 5.0, 3.0, 1.2, 0.75) == pytest.approx(3.0 * 2 * 2.2 / (2 + 2.1))
+    # b = 0: no length normalisation; k1 = 0: tf does not count
+    assert term_score(1, 100, 5.0, 1.0, 1.2, 0.0) == term_score(1, 5, 5.0, 1.0, 1.2, 0.0)
+    assert term_score(7, 5, 5.0, 2.0, 0.0, 0.75) == pytest.approx(2.0)
+
+
+def test_term_frequency_saturates_and_long_rows_weigh_less() -> None:
+    one, two, many = (term_score(tf, 5, 5.0, 1.0, 1.2, 0.75) for tf in (1, 2, 50))
+    assert one < two < many < 1.0 * (1.2 + 1)  # bounded by idf * (k1 + 1)
+    assert term_score(1, 5, 5.0, 1.0, 1.2, 0.75) > term_score(1, 50, 5.0, 1.0, 1.2, 0.75)
+
+
+def test_a_rare_word_outweighs_a_common_one() -> None:
+    rows = [{"support": 1}] * 8 + [{"support": 1, "zeppelin": 1}, {"zeppelin": 1}]
+    dfs = document_frequencies(rows)
+    assert dfs == {"support": 9, "zeppelin": 2}
+    stats = TextStats(rows=20, avg_length=4.0)
+    common = bm25({"support": 1}, 4, dfs, stats, k1=1.2, b=0.75)
+    rare = bm25({"zeppelin": 1}, 4, dfs, stats, k1=1.2, b=0.75)
+    both = bm25({"support": 1, "zeppelin": 1}, 4, dfs, stats, k1=1.2, b=0.75)
+    assert rare > 2 * common
+    assert both == pytest.approx(rare + common)
+
+
+def test_ranks_share_ties_and_leave_unfound_rows_out() -> None:
+    assert ranks([0.2, 0.9, 0.0, 0.9, 0.5]) == [4, 1, None, 1, 3]
+    assert reciprocal(1, 60) == 1.0
+    assert reciprocal(None, 60) == 0.0
+    assert reciprocal(2, 60) == pytest.approx(61 / 62)
+
+
+def test_weighted_fusion_is_the_cosine_and_the_saturated_bm25() -> None:
+    fused = fuse([0.4, None, -0.2], [2.0, 6.0, 0.0], Fusion.WEIGHTED, saturation=2.0)
+    assert fused == [Relevance(0.4, 0.5), Relevance(0.0, 0.75), Relevance(0.0, 0.0)]
+
+
+def test_normalised_fusion_divides_by_the_querys_best_bm25() -> None:
+    fused = fuse([0.4, 0.3, 0.7], [2.0, 8.0, 0.0], Fusion.NORMALISED, saturation=2.0)
+    assert fused == [Relevance(0.4, 0.25), Relevance(0.3, 1.0), Relevance(0.7, 0.0)]
+    # The raw scale does not matter, only the ratio to the best match.
+    assert fuse([0.4], [5.0], Fusion.NORMALISED, saturation=2.0) == [Relevance(0.4, 1.0)]
+    assert fuse([0.4], [0.0], Fusion.NORMALISED, saturation=2.0) == [Relevance(0.4, 0.0)]
+
+
+def test_rrf_reads_only_the_order_within_each_half() -> None:
+    fused = fuse([0.9, 0.1, 0.5], [0.0, 30.0, 1.0], Fusion.RRF, saturation=2.0, rrf_k=60)
+    assert fused == [
+        Relevance(1.0, 0.0),
+        Relevance(61 / 63, 1.0),
+        Relevance(61 / 62, 61 / 62),
+    ]
+    scaled = fuse([0.9, 0.1, 0.5], [0.0, 3000.0, 100.0], Fusion.RRF, saturation=2.0, rrf_k=60)
+    assert scaled == fused
+
+
+def test_the_policy_carries_bm25_and_fusion_settings() -> None:
+    policy = RankingPolicy.of(
+        Settings(fusion="rrf", bm25_k1=0.9, bm25_b=0.4, rrf_k=20, fused_semantic_weight=0.6)
+    )
+    assert (policy.fusion, policy.bm25_k1, policy.bm25_b, policy.rrf_k) == (Fusion.RRF, 0.9, 0.4, 20)
+    assert policy.relevance_weights() == (0.6, 0.35)
+    weighted = RankingPolicy(weights=ScoringWeights(semantic=0.5, keyword=0.2), fusion=Fusion.WEIGHTED)
+    assert weighted.relevance_weights() == (0.5, 0.2)
+    assert RankingPolicy.of(Settings()).fusion is Fusion.NORMALISED  # the default (docs/RANKING.md)
