@@ -9,21 +9,12 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, Route, sync_playwright
 
+from tests.support.browser import ARGS
 from tests.support.database import TestDatabase
 from tests.support.served import free_port, serve_env, serving, wait_ready
 
 # Debian's chromium here; CI on another distribution points CHROMIUM_PATH at the browser it installed.
 CHROMIUM = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 @pytest.fixture(scope="module")
