@@ -130,7 +130,7 @@ def _post(url: str, headers: dict[str, str]) -> httpx.Response:
 async def test_no_key_or_a_wrong_key_is_a_401(served: str, new_tenant: NewTenant) -> None:
     _, key = await new_tenant()
     assert _post(served, {}).status_code == 401
-    assert _post(served, {"Authorization": "Bearer egk_not_a_real_key"}).status_code == 401
+    assert _post(served, {"Authorization": "Bearer egm_not_a_real_key"}).status_code == 401
     assert _post(served, {"Authorization": "Basic abc"}).status_code == 401
     assert _post(served, {"Authorization": f"Bearer {key}x"}).status_code == 401
     assert _post(served, {"Authorization": f"Bearer {key}"}).status_code == 200

@@ -109,7 +109,7 @@ def test_stdio_refuses_a_wrong_key_at_start(
     args = [sys.executable, "-m", "app", "mcp", "--json", *(["--url", served] if remote else [])]
     done = subprocess.run(
         args,
-        env=_env(database, tmp_path, "egk_wrong"),
+        env=_env(database, tmp_path, "egm_wrong"),
         stdin=subprocess.DEVNULL,
         capture_output=True,
         timeout=120,
