@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from app.agent.catalogue import CATALOGUE
 from app.lib.settings import Settings
 from app.main import create_app
 from tests.conftest import NewTenant
+from tests.support.database import TestDatabase
 from tests.support.live_server import LiveServer
 from tests.support.mcp_client import NEXTJS, QUESTION, REACT, mcp_over_http, structured, tool_error
+from tests.support.served import free_port, serve_env, serving, wait_ready
 
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -151,3 +155,29 @@ async def test_a_bad_user_is_a_tool_error(served: str, new_tenant: NewTenant) ->
     async with mcp_over_http(served, key, query="?user_id=%20%20") as client:
         blank = tool_error(await client.call_tool("stats", {}))
     assert long["error"] == blank["error"] == "validation_error"
+
+
+async def test_two_workers_serve_mcp(database: TestDatabase, tmp_path: Path, new_tenant: NewTenant) -> None:
+    """Stateless: each request may reach either worker, and a client never notices."""
+    _, key = await new_tenant()
+    port = free_port()
+    env = serve_env(database, tmp_path, ENGRAM_EMBEDDER="hash")
+    base = f"http://127.0.0.1:{port}"
+    with serving(["--port", str(port), "--workers", "2"], env, tmp_path) as process:
+        wait_ready(port, process)
+        async with mcp_over_http(base, key, user="alice") as client:
+            react = structured(await client.call_tool("remember", REACT))
+            nextjs = structured(await client.call_tool("remember", NEXTJS))
+            recalls = [structured(await client.call_tool("recall", QUESTION)) for _ in range(10)]
+        async with httpx.AsyncClient(timeout=5) as plain:
+            scraped = (await plain.get(f"{base}/metrics")).text
+    assert nextjs["superseded"] == [react["id"]]
+    for recall in recalls:
+        assert [m["id"] for m in recall["memories"]] == [nextjs["id"]]
+    routes = {
+        s.labels["route"]
+        for family in text_string_to_metric_families(scraped)
+        for s in family.samples
+        if s.name == "engram_http_requests_total"
+    }
+    assert "/mcp" in routes
