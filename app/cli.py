@@ -19,6 +19,7 @@ from app.bootstrap import ensure_dev_tenant, prepare_database
 from app.lib.console import CommandFailed, ExitCode, Output, Parser, emit, json_flag, report
 from app.lib.errors import EngramError
 from app.lib.settings import Settings
+from app.mcp import cli as mcp_cli  # `engram mcp`
 from app.portability import cli as portability_cli
 from app.remote import register as register_client_commands
 from app.tenancy import cli as tenancy_cli
@@ -106,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     maintenance.set_defaults(handler=_maintenance)
     portability_cli.register(sub, common)
     register_client_commands(sub, common)
+    mcp_cli.register(sub, common)  # `engram mcp`: the MCP server over stdio
     return parser
 
 

@@ -40,6 +40,7 @@ from app.lib.metrics import Metrics
 from app.lib.settings import Settings
 from app.lib.tokens import TokenCounter
 from app.lib.tracing import Tracing
+from app.mcp.http import McpHttp
 from app.memory.maintenance import service_maintenance
 from app.state import Services
 from app.store.access import Reinforcements
@@ -117,13 +118,14 @@ def create_app(
         session_config=AsyncSessionConfig(expire_on_commit=False),
         create_all=False,
     )
+    mcp = McpHttp(services, engine)  # /mcp: the tool catalogue over MCP's streamable HTTP
     return Litestar(
-        route_handlers=[*ROUTES, import_router(settings.max_import_bytes), inspector_router()],
+        route_handlers=[*ROUTES, import_router(settings.max_import_bytes), inspector_router(), mcp.route()],
         plugins=[SQLAlchemyPlugin(config=db_config), OperationsPlugin(metrics)],
         dependencies=DEPENDENCIES,
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         middleware=middleware,
-        lifespan=[_lifespan(services, engine, on_shutdown, serving=serving)],
+        lifespan=[_lifespan(services, engine, on_shutdown, serving=serving), mcp.lifespan],
         on_shutdown=shutdown,
         state=State({"services": services, "engine": engine}),
         request_max_body_size=settings.max_body_bytes,

@@ -1,46 +1,57 @@
-"""The agent's tools, each defined once: name, description, argument struct and handler.
+"""The agent's tools and the MCP server's, each defined once: name, description, argument struct and
+handler (the types are in `app.agent.tooling`).
 
-The function-calling schema a model is offered is derived from the argument struct (msgspec's JSON
-schema, with the field descriptions written beside the fields); the executor validates a call's
-arguments with the same struct, as untrusted input, and dispatches to the handler; the offline model
-builds its calls from the structs too (`CATALOGUE.call`). A handler receives every call of its tool in
-one model turn, in order, so all `remember` calls of a turn are written as one batch (one embedding
-call), and tools run in `phase` order: forgets, then remembers, then recalls.
+The function-calling schema a model is offered and the MCP server's tool list are both derived from
+this catalogue: the model sees `CATALOGUE.for_model()` (remember, recall, forget), an MCP client sees
+every tool. The executor validates a call's arguments with the tool's struct, as untrusted input, and
+dispatches to the handler; the offline model builds its calls from the structs too (`CATALOGUE.call`).
+A handler receives every call of its tool in one model turn, in order, so all `remember` calls of a
+turn are written as one batch (one embedding call), and tools run in `phase` order: forgets, then
+remembers, then recalls.
 """
 
 from __future__ import annotations
 
-import json
 import uuid
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated
 
 import msgspec
 
-from app.agent.providers.base import Tool as ToolSchema
-from app.agent.providers.base import ToolCall
-from app.context import RequestContext
+from app.agent import operation_tools as ops
+from app.agent.tooling import (
+    Arguments,
+    Catalogue,
+    Handler,
+    Short,
+    Tool,
+    ToolArgumentError,
+    ToolEnv,
+    ToolResult,
+    ToolScope,
+    TypeName,
+    Unit,
+    each,
+)
 from app.lib.errors import EngramError
 from app.memory.corrections import supersede_mentioned
-from app.memory.models import RecallInput, RememberInput
-from app.memory.service import MemoryService
+from app.memory.models import RecallInput, RecallResult, RememberInput
+from app.memory.recall import MAX_BUDGET
 from app.vocabulary import MemoryType, Source
 
-TYPES = [t.value for t in MemoryType]
-# An invented type is clamped to "fact" rather than refused (the fact matters more than its label), so
-# the field is a string that the schema still shows as the enum.
-TypeName = Annotated[str, msgspec.Meta(extra_json_schema={"enum": TYPES})]
-Short = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
-Unit = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
-
-
-class ToolArgumentError(ValueError):
-    """The model called a tool that does not exist, or with arguments that do not fit its schema."""
-
-
-class Arguments(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """A tool's arguments; defaults are left out when a call is written out."""
+__all__ = [
+    "CATALOGUE",
+    "MODEL_CATALOGUE",
+    "Arguments",
+    "Catalogue",
+    "ForgetArgs",
+    "RecallArgs",
+    "RememberArgs",
+    "Tool",
+    "ToolArgumentError",
+    "ToolEnv",
+    "ToolResult",
+    "ToolScope",
+]
 
 
 class RememberArgs(Arguments):
@@ -64,6 +75,13 @@ class RecallArgs(Arguments):
     query: Annotated[str, msgspec.Meta(min_length=1, max_length=2000)]
     types: list[TypeName] | None = None
     project_id: Short | None = None
+    token_budget: (
+        Annotated[
+            int,
+            msgspec.Meta(ge=1, le=MAX_BUDGET, description="Tokens the returned context may use at most."),
+        ]
+        | None
+    ) = None
 
 
 class ForgetArgs(Arguments):
@@ -73,115 +91,6 @@ class ForgetArgs(Arguments):
     ) = None
     subject: Short | None = None
     project_id: Short | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ToolScope:
-    """What every tool call of one chat request shares: whose memory, and where a write comes from."""
-
-    user_id: str
-    project_id: str | None
-    session_id: str | None
-    source_model: str
-    source_message_id: uuid.UUID | None
-    token_budget: int
-    include_sensitive: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class ToolEnv:
-    """A handler's world: the request's context, its memory service, and the chat's scope."""
-
-    ctx: RequestContext
-    memory: MemoryService
-    scope: ToolScope
-
-
-@dataclass(frozen=True, slots=True)
-class ToolResult:
-    result: dict[str, Any]
-    memory_ids: list[uuid.UUID] = field(default_factory=list)  # memories put in front of the model
-
-
-Handler = Callable[[ToolEnv, list[Any]], Awaitable[list[ToolResult]]]
-
-
-@dataclass(frozen=True, slots=True)
-class Tool:
-    name: str
-    description: str
-    arguments: type[Arguments]
-    run: Handler  # every call of this tool in one turn, in order -> one result each
-    phase: int  # tools of a turn run in phase order
-    # Fields the schema marks required although the struct has a default for them: the model is asked
-    # to give them, and a call that does not is still served (with the default).
-    asks_for: tuple[str, ...] = ()
-
-    def schema(self) -> ToolSchema:
-        """The function-calling definition (OpenAI's `tools` entry)."""
-        generated = msgspec.json.schema(self.arguments)
-        parameters = dict(generated["$defs"][self.arguments.__name__])
-        parameters.pop("title", None)
-        parameters["required"] = [
-            *parameters.get("required", []),
-            *(f for f in self.asks_for if f not in parameters.get("required", [])),
-        ]
-        return {
-            "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": parameters},
-        }
-
-    def parse(self, arguments: Mapping[str, Any]) -> Arguments:
-        try:
-            return msgspec.convert(dict(arguments), self.arguments)
-        except msgspec.ValidationError as exc:
-            raise ToolArgumentError(f"invalid arguments for {self.name}: {exc}") from None
-
-
-class Catalogue:
-    def __init__(self, tools: Sequence[Tool]) -> None:
-        self._tools = {t.name: t for t in tools}
-        self._by_arguments = {t.arguments: t for t in tools}
-
-    def __iter__(self) -> Iterator[Tool]:
-        return iter(self._tools.values())
-
-    def schemas(self) -> list[ToolSchema]:
-        return [t.schema() for t in self]
-
-    def tool(self, name: str) -> Tool:
-        tool = self._tools.get(name)
-        if tool is None:
-            raise ToolArgumentError(f"unknown tool {name!r}; available: {', '.join(self._tools)}")
-        return tool
-
-    def parse(self, name: str, arguments: Mapping[str, Any]) -> Arguments:
-        """A call's arguments, validated; an unknown tool or a bad value raises `ToolArgumentError`."""
-        return self.tool(name).parse(arguments)
-
-    def call(self, call_id: str, arguments: Arguments) -> ToolCall:
-        """A call of the tool that takes `arguments` (how the offline model writes its calls)."""
-        tool = self._by_arguments[type(arguments)]
-        payload = msgspec.to_builtins(arguments)
-        return ToolCall(
-            id=call_id,
-            name=tool.name,
-            arguments=payload,
-            raw_arguments=json.dumps(payload, ensure_ascii=False),
-        )
-
-
-async def _each(
-    env: ToolEnv, name: str, calls: list[Any], run: Callable[[Any], Awaitable[ToolResult]]
-) -> list[ToolResult]:
-    """One call at a time; a refused call becomes an error result the model can read."""
-    results = []
-    for args in calls:
-        try:
-            results.append(await run(args))
-        except EngramError as exc:
-            results.append(ToolResult({"tool": name, "error": exc.detail}))
-    return results
 
 
 async def _remember(env: ToolEnv, calls: list[RememberArgs]) -> list[ToolResult]:
@@ -205,7 +114,7 @@ async def _remember(env: ToolEnv, calls: list[RememberArgs]) -> list[ToolResult]
     try:
         written = await env.memory.remember_many(items)
     except EngramError as exc:
-        return [ToolResult({"tool": "remember", "error": exc.detail}) for _ in calls]
+        return [ToolResult.refused("remember", exc) for _ in calls]
     for a, r in zip(calls, written, strict=True):
         if a.replaces and r.action != "deduplicated" and not r.superseded:
             old = await supersede_mentioned(env.ctx, r.memory, a.replaces)
@@ -235,7 +144,7 @@ async def _recall(env: ToolEnv, calls: list[RecallArgs]) -> list[ToolResult]:
                 user_id=scope.user_id,
                 query=args.query,
                 project_id=args.project_id or scope.project_id,
-                token_budget=scope.token_budget,
+                token_budget=args.token_budget or scope.token_budget,
                 types=types or None,
                 include_sensitive=scope.include_sensitive,
             )
@@ -250,11 +159,23 @@ async def _recall(env: ToolEnv, calls: list[RecallArgs]) -> list[ToolResult]:
             for m in result.memories
         ]
         return ToolResult(
-            {"tool": "recall", "context": result.context, "memories": memories},
+            {"tool": "recall", "context": result.context, "memories": memories, "trace": _summary(result)},
             [m.memory.id for m in result.memories],
         )
 
-    return await _each(env, "recall", calls, one)
+    return await each("recall", calls, one)
+
+
+def _summary(result: RecallResult) -> dict[str, object]:
+    """How the context was chosen, in a few numbers (`POST /v1/recall` with `explain` has the rest)."""
+    return {
+        "candidates": result.candidates,
+        "included": len(result.memories),
+        "skipped": len(result.skipped),
+        "tokens_used": result.tokens_used,
+        "token_budget": result.token_budget,
+        "plan": result.plan,
+    }
 
 
 async def _forget(env: ToolEnv, calls: list[ForgetArgs]) -> list[ToolResult]:
@@ -265,7 +186,7 @@ async def _forget(env: ToolEnv, calls: list[ForgetArgs]) -> list[ToolResult]:
             {"tool": "forget", "forgotten": [str(i) for i in forgotten], "description": described}
         )
 
-    return await _each(env, "forget", calls, one)
+    return await each("forget", calls, one)
 
 
 async def _forget_one(env: ToolEnv, args: ForgetArgs) -> list[uuid.UUID]:
@@ -302,6 +223,59 @@ async def _try_forget(
         return []
 
 
+# Tools for people and MCP clients: not offered to the chat model (phase: after a turn's recalls).
+_OPERATIONS: list[tuple[str, str, type[Arguments], Handler]] = [
+    (
+        "history",
+        "A memory's chain of versions (newest first) and what happened to each: created, "
+        "superseded, forgotten, with who and why.",
+        ops.HistoryArgs,
+        ops.history,
+    ),
+    (
+        "timeline",
+        "What happened to the user's memories, newest first (one page; pass next_cursor on).",
+        ops.TimelineArgs,
+        ops.timeline,
+    ),
+    ("stats", "Counts of the user's memories by status and type.", ops.StatsArgs, ops.stats),
+    (
+        "export",
+        "Export the user's memories, events and proposals as one JSON document (the import tool's input).",
+        ops.ExportArgs,
+        ops.export,
+    ),
+    (
+        "import",
+        "Import an export document: duplicates are merged, the newest memory of a slot stays "
+        "current, and a bad document imports nothing.",
+        ops.ImportArgs,
+        ops.import_document,
+    ),
+    (
+        "dream",
+        "Propose consolidations of the user's memories (merge duplicates, forget stale ones). "
+        "Nothing changes until a proposal is approved and applied.",
+        ops.DreamArgs,
+        ops.dream,
+    ),
+    (
+        "list_proposals",
+        "The user's dream proposals, newest first.",
+        ops.ProposalsArgs,
+        ops.proposals,
+    ),
+    ("approve_proposal", "Approve a proposed consolidation.", ops.DecideArgs, ops.approve),
+    ("reject_proposal", "Reject a proposed consolidation.", ops.DecideArgs, ops.reject),
+    (
+        "apply",
+        "Apply the user's approved proposals; a proposal whose memories changed since is "
+        "reported stale and left alone.",
+        ops.ApplyArgs,
+        ops.apply,
+    ),
+]
+
 CATALOGUE = Catalogue(
     [
         Tool(
@@ -329,5 +303,12 @@ CATALOGUE = Catalogue(
             _forget,
             phase=0,
         ),
+        *(
+            Tool(name, description, arguments, run, phase=3, for_model=False)
+            for name, description, arguments, run in _OPERATIONS
+        ),
     ]
 )
+
+# What the chat model is offered and may call: the executor refuses the rest.
+MODEL_CATALOGUE = CATALOGUE.for_model()

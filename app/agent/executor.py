@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from app.agent.catalogue import CATALOGUE, Catalogue, ToolArgumentError, ToolEnv
+from app.agent.catalogue import MODEL_CATALOGUE, Catalogue, ToolArgumentError, ToolEnv
 from app.agent.providers.base import ToolCall
 
 
@@ -24,7 +24,7 @@ class ToolOutcome:
 
 
 class ToolExecutor:
-    def __init__(self, env: ToolEnv, catalogue: Catalogue = CATALOGUE) -> None:
+    def __init__(self, env: ToolEnv, catalogue: Catalogue = MODEL_CATALOGUE) -> None:
         self.env = env
         self.catalogue = catalogue
 

@@ -12,13 +12,13 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.agent.catalogue import CATALOGUE, ToolEnv
+from app.agent.catalogue import MODEL_CATALOGUE, ToolEnv
 from app.agent.executor import ToolExecutor, ToolOutcome
 from app.agent.providers.base import ChatProvider, ChatTurn, Message, ProviderError
 from app.lib.errors import ServiceUnavailable
 from app.usage.meter import UsageMeter
 
-TOOLS = CATALOGUE.schemas()
+TOOLS = MODEL_CATALOGUE.schemas()
 
 SYSTEM_PROMPT = """You are a helpful assistant with a long-term memory of this user.
 Use the tools: `remember` durable facts the user states (preferences, decisions, constraints, corrections),

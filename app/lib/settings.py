@@ -171,6 +171,14 @@ class Settings(BaseSettings):
     client_url: str = Field(default="http://localhost:8000", validation_alias=AliasChoices("ENGRAM_URL"))
     client_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("ENGRAM_API_KEY"))
 
+    # MCP (`/mcp` over streamable HTTP, `engram mcp` over stdio). DNS-rebinding protection: a request
+    # whose Host (or Origin, when sent) is not listed is refused; patterns may end in ":*" (any port).
+    mcp_allowed_hosts: str = "127.0.0.1:*,localhost:*,[::1]:*"  # comma-separated
+    mcp_allowed_origins: str = "http://127.0.0.1:*,http://localhost:*,http://[::1]:*"  # comma-separated
+    # Whose memories an MCP session reads and writes when it does not say (`X-Engram-User` header or
+    # `?user_id=` on /mcp, `--user` for `engram mcp`).
+    mcp_user: str = Field(default="default", min_length=1, max_length=200)
+
     # Runtime.
     workers: int = Field(default=0, ge=0)  # `engram serve` worker processes; 0: one per CPU
     log_level: str = "INFO"
@@ -210,3 +218,9 @@ class Settings(BaseSettings):
         if self.dashscope_api_key and not self.openai_api_key:
             return "text-embedding-v3"
         return "text-embedding-3-small"
+
+    def mcp_hosts(self) -> list[str]:
+        return [h.strip() for h in self.mcp_allowed_hosts.split(",") if h.strip()]
+
+    def mcp_origins(self) -> list[str]:
+        return [o.strip() for o in self.mcp_allowed_origins.split(",") if o.strip()]

@@ -27,6 +27,9 @@ LAYERS = {
     "app.serve": 10,
     "app.api": 9,
     "app.inspector": 9,
+    "app.mcp.cli": 10,
+    "app.mcp.stdio": 10,
+    "app.mcp": 9,  # the MCP server beside the REST API: catalogue tools run through the same services
     "app.agent": 8,
     "app.dream": 8,
     "app.portability": 8,

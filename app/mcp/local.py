@@ -1,0 +1,95 @@
+"""Tool calls run in this process: one unit of work per call, authenticated by the caller's API key.
+
+A call is a request like a REST one: the key is resolved and the transaction bound to its tenant (RLS),
+the request's context is built from the process's clients, the tool runs, and the transaction commits;
+a refused call, or any error, rolls it back, so a bad call writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.orm.exc import StaleDataError
+
+from app.agent.catalogue import Tool, ToolEnv, ToolResult, ToolScope
+from app.agent.tooling import Arguments
+from app.embeddings.base import EmbeddingError
+from app.lib.errors import Conflict, ServiceUnavailable, ValidationFailed
+from app.lib.logging import get_logger
+from app.memory.service import MemoryService
+from app.state import Services
+from app.tenancy.auth import authenticate
+
+log = get_logger("engram.mcp")
+SOURCE_MODEL = "mcp"  # what a memory written over MCP names as its source model
+RETRYABLE_SQLSTATES = {"40P01", "40001", "55P03"}  # deadlock, serialization failure, lock timeout
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who calls: the API key (the tenant) and the end user whose memories the session works on."""
+
+    key: str
+    user_id: str
+
+
+def check_user(user_id: str) -> str:
+    """The session's user, checked as the API checks a `user_id` field."""
+    if not user_id.strip() or len(user_id) > 200 or "\x00" in user_id:
+        raise ValidationFailed("the MCP user must be 1 to 200 characters, without NUL bytes")
+    return user_id
+
+
+class _Refused(Exception):
+    """A refused call: raised inside the transaction so that it rolls back."""
+
+    def __init__(self, result: ToolResult) -> None:
+        super().__init__(result.result.get("error"))
+        self.result = result
+
+
+class LocalRunner:
+    def __init__(
+        self, services: Services, sessions: async_sessionmaker[AsyncSession], caller: Callable[[], Caller]
+    ) -> None:
+        self.services = services
+        self.sessions = sessions
+        self.caller = caller
+
+    async def run(self, tool: Tool, arguments: Arguments) -> ToolResult:
+        caller = self.caller()
+        try:
+            return await self._run(tool, arguments, caller)
+        except _Refused as refused:
+            return refused.result
+        except EmbeddingError:
+            log.warning("embedding_failed", tool=tool.name)
+            raise ServiceUnavailable("the embedding provider failed; try again later") from None
+        except StaleDataError:
+            raise Conflict("a concurrent request removed a memory this call changes; retry") from None
+        except DBAPIError as exc:
+            if getattr(exc.orig, "sqlstate", None) in RETRYABLE_SQLSTATES:
+                raise Conflict("a concurrent request touched the same data; retry") from None
+            raise
+
+    async def _run(self, tool: Tool, arguments: Arguments, caller: Caller) -> ToolResult:
+        services = self.services
+        async with self.sessions() as session, session.begin():
+            principal = await authenticate(session, f"Bearer {caller.key}")
+            ctx = services.context(session, principal.tenant, f"key:{principal.key_id}")
+            scope = ToolScope(
+                user_id=caller.user_id,
+                project_id=None,
+                session_id=None,
+                source_model=SOURCE_MODEL,
+                source_message_id=None,
+                token_budget=services.settings.default_token_budget,
+            )
+            env = ToolEnv(ctx, MemoryService(ctx), scope, chat=services.chat)
+            [result] = await tool.run(env, [arguments])
+            if result.error is not None:
+                raise _Refused(result)
+            return result
