@@ -49,12 +49,13 @@ async def provide_transaction(
 async def provide_principal(
     request: Request[object, object, State], transaction: NamedDependency[AsyncSession]
 ) -> Principal:
-    principal = await authenticate(transaction, request.headers.get("authorization"))
+    limiter = services_of(request.app.state).limiter
+    slots = limiter.defaults.concurrent_requests if limiter is not None else None
+    principal = await authenticate(transaction, request.headers.get("authorization"), slots)
     request.scope["state"]["tenant_id"] = str(principal.tenant)
     structlog.contextvars.bind_contextvars(tenant_id=str(principal.tenant))
-    limiter = services_of(request.app.state).limiter
     if limiter is not None:
-        await limiter.admit(transaction, principal.tenant, request.scope["state"])
+        await limiter.admit(transaction, principal, request.scope["state"])
     return principal
 
 

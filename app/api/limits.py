@@ -27,7 +27,16 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from app.db.session import set_tenant
 from app.lib.errors import ConcurrencyLimited, RateLimited
 from app.lib.settings import Settings
-from app.store.limits import Admission, Limits, StoredCounts, admit, claim_slot
+from app.store.limits import (
+    Admission,
+    Limits,
+    StoredCounts,
+    admit,
+    claim_slot,
+    memories_stored,
+    tokens_spent,
+)
+from app.tenancy.auth import Principal
 from app.tenancy.types import TenantId
 
 RELEASE_KEY = "engram.release_admission"
@@ -110,9 +119,13 @@ class Limiter:
         await self._owned.dispose()
 
     async def admit(
-        self, session: AsyncSession, tenant: TenantId, state: MutableMapping[str, Any]
+        self, session: AsyncSession, principal: Principal, state: MutableMapping[str, Any]
     ) -> Admission:
-        """Admit the request or raise a 429; `state` (the request's) gets what releases it."""
+        """Admit the request or raise a 429; `state` (the request's) gets what releases it.
+
+        `principal.slot` is the concurrency slot authentication took (`authenticate(..., slots)`).
+        """
+        tenant = principal.tenant
         async with self.engine.connect() as conn:
             admission = await admit(conn, tenant, self.defaults)
         if not admission.admitted:
@@ -121,17 +134,19 @@ class Limiter:
                 admission.retry_after_s,
             )
         deadline = time.monotonic() + self.queue_s
+        slots = admission.limits.concurrent_requests
+        holds_slot = principal.slot is not None and principal.slot > 0
         if self.shares is not None:
             waits = not self.shares.free(tenant)
             if waits:
-                await _hand_back(session)
+                await _hand_back(session)  # the slot goes with the transaction
+                holds_slot = False
             if not await self.shares.acquire(tenant, self.queue_s):
                 raise _busy(admission.limits)
             state[RELEASE_KEY] = _releaser(self.shares, tenant)
             if waits:
                 await set_tenant(session, tenant)
-        slots = admission.limits.concurrent_requests
-        if slots > 0:
+        if slots > 0 and not holds_slot:
             pause = 0.005
             while not await claim_slot(session, tenant, slots):
                 if time.monotonic() + pause > deadline:
@@ -171,3 +186,16 @@ def release_admission(state: MutableMapping[str, Any]) -> None:
     release = state.pop(RELEASE_KEY, None)
     if release is not None:
         release()
+
+
+async def usage_against_limits(session: AsyncSession, tenant: TenantId, admission: object) -> dict[str, Any]:
+    """`limits` of GET /v1/usage: each limit (0: unlimited) beside what the tenant uses of it now."""
+    if not isinstance(admission, Admission):  # no admission control in this service
+        return {}
+    limits = admission.limits
+    return {
+        **limits.as_dict(),
+        "requests_available": admission.bucket_tokens,  # left in the bucket after this request
+        "memories_stored": await memories_stored(session, tenant),
+        "tokens_last_24h": (await tokens_spent(session, tenant)).spent,
+    }

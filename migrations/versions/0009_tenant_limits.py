@@ -69,6 +69,34 @@ END
 $$"""
 
 
+# A concurrency slot, taken in the statement that authenticates the request (no round trip of its own):
+# the first free one of the tenant's n, as a transaction-level advisory lock (two int4 keys: a key space
+# apart from the write path's bigint slot locks). EXISTS stops at the first lock taken. Returns 0 when
+# the tenant has no cap, n when a slot was taken, -n when all n are held.
+CLAIM = """
+CREATE FUNCTION engram_claim_slot(p_tenant uuid, p_default integer) RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    n integer;
+BEGIN
+    PERFORM set_config('app.tenant_id', p_tenant::text, true);
+    SELECT COALESCE(l.concurrent_requests, p_default) INTO n FROM tenant_limits l WHERE l.tenant_id = p_tenant;
+    IF NOT FOUND THEN
+        n := p_default;
+    END IF;
+    IF n <= 0 THEN
+        RETURN 0;
+    END IF;
+    IF EXISTS (
+        SELECT 1 FROM generate_series(1, n) AS s WHERE pg_try_advisory_xact_lock(hashtext(p_tenant::text), s)
+    ) THEN
+        RETURN n;
+    END IF;
+    RETURN -n;
+END
+$$"""
+
+
 def upgrade() -> None:
     op.create_table(
         "tenant_limits",
@@ -99,14 +127,16 @@ def upgrade() -> None:
     )
     op.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON tenant_limits TO {APP_ROLE}")
     op.execute(ADMIT)
-    op.execute(
-        "REVOKE ALL ON FUNCTION engram_admit(uuid, integer, integer, bigint, bigint) FROM PUBLIC"
-    )
+    op.execute(CLAIM)
+    op.execute("REVOKE ALL ON FUNCTION engram_claim_slot(uuid, integer) FROM PUBLIC")
+    op.execute(f"GRANT EXECUTE ON FUNCTION engram_claim_slot(uuid, integer) TO {APP_ROLE}")
+    op.execute("REVOKE ALL ON FUNCTION engram_admit(uuid, integer, integer, bigint, bigint) FROM PUBLIC")
     op.execute(
         f"GRANT EXECUTE ON FUNCTION engram_admit(uuid, integer, integer, bigint, bigint) TO {APP_ROLE}"
     )
 
 
 def downgrade() -> None:
+    op.execute("DROP FUNCTION IF EXISTS engram_claim_slot(uuid, integer)")
     op.execute("DROP FUNCTION IF EXISTS engram_admit(uuid, integer, integer, bigint, bigint)")
     op.drop_table("tenant_limits")
