@@ -20,6 +20,7 @@ from app.lib.settings import Settings
 from app.lib.tokens import TokenCounter
 from app.store import Store
 from app.store.access import Reinforcements
+from app.store.limits import Limits, StoredCounts, ensure_room, ensure_tokens
 from app.store.plan import SCOPE_SIZES, ScopeSizes
 from app.tenancy.types import TenantId
 
@@ -37,6 +38,8 @@ class RequestContext:
     scope_sizes: ScopeSizes = SCOPE_SIZES  # shared by the process: large scopes' counts
     reinforcements: Reinforcements | None = None  # None: recall reinforces in its own transaction
     spare: SpareReads | None = None  # None: recall's two halves run in one statement
+    limits: Limits | None = None  # the tenant's limits (None: none enforced, as in the CLI)
+    stored: StoredCounts | None = None  # the process's memory counts for the storage quota
 
     @classmethod
     def build(
@@ -52,6 +55,8 @@ class RequestContext:
         policy: RankingPolicy | None = None,
         reinforcements: Reinforcements | None = None,
         spare: SpareReads | None = None,
+        limits: Limits | None = None,
+        stored: StoredCounts | None = None,
     ) -> RequestContext:
         """A context over `session`, bound to `tenant` (the caller has set the session's tenant)."""
         return cls(
@@ -65,11 +70,23 @@ class RequestContext:
             clock=clock,
             reinforcements=reinforcements,
             spare=spare,
+            limits=limits,
+            stored=stored,
         )
 
     @property
     def session(self) -> AsyncSession:
         return self.store.session
+
+    async def ensure_room(self, adding: int) -> None:
+        """Refuse (MemoryQuotaExceeded) a write of `adding` memories past the tenant's quota."""
+        if self.limits is not None and self.stored is not None:
+            await ensure_room(self.session, self.tenant, self.limits, self.stored, adding)
+
+    async def ensure_tokens(self) -> None:
+        """Refuse (TokenQuotaExceeded) a model call once the tenant's daily tokens are spent."""
+        if self.limits is not None:
+            await ensure_tokens(self.session, self.tenant, self.limits)
 
     def relevance_floor(self) -> float:
         return self.policy.floor(self.embedder.relevance_floor)

@@ -20,6 +20,7 @@ from app.api.directory import DirectoryController
 from app.api.dream import DreamController
 from app.api.errors import EXCEPTION_HANDLERS
 from app.api.health import HealthController
+from app.api.limits import Limiter
 from app.api.memories import MemoryController, RecallController
 from app.api.middleware import access_log_middleware
 from app.api.operations import OperationsPlugin
@@ -102,6 +103,11 @@ def create_app(
         services.spare = SpareReads.connect(
             service_database_url(settings), settings.spare_connections, engine
         )
+    if settings.tenant_limits_enabled():
+        limits_engine = create_engine(
+            service_database_url(settings), pool_size=settings.limits_pool_size, max_overflow=0
+        )
+        services.limiter = Limiter(settings, limits_engine)
     metrics = Metrics()
     metrics.watch_pool("request", engine)
     if services.spare is not None:
@@ -182,3 +188,5 @@ async def _close(services: Services, *, owns_embedder: bool, owns_chat: bool) ->
         services.chat = None
     if services.spare is not None:
         await services.spare.dispose()
+    if services.limiter is not None:
+        await services.limiter.dispose()

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.agent.providers.base import ChatProvider
+from app.api.limits import Limiter
 from app.context import RequestContext
 from app.db.spare import SpareReads
 from app.embeddings.base import Embedder
@@ -15,6 +16,7 @@ from app.lib.ranking import RankingPolicy
 from app.lib.settings import Settings
 from app.lib.tokens import TokenCounter
 from app.store.access import Reinforcements
+from app.store.limits import Limits
 from app.tenancy.types import TenantId
 
 
@@ -28,6 +30,7 @@ class Services:
     offline: ChatProvider | None = None  # the offline model: the fallback when the online one fails
     reinforcements: Reinforcements | None = None  # recall's batched reinforcement (None: inline)
     spare: SpareReads | None = None  # connections for recall's text half (None: one statement)
+    limiter: Limiter | None = None  # per-tenant limits and fairness (None: none, as in benches' direct calls)
     policy: RankingPolicy = field(init=False)
 
     def __post_init__(self) -> None:
@@ -43,7 +46,9 @@ class Services:
             raise RuntimeError("the chat providers are not built yet (the app's lifespan has not started)")
         return self.chat, self.offline
 
-    def context(self, session: AsyncSession, tenant: TenantId, actor: str) -> RequestContext:
+    def context(
+        self, session: AsyncSession, tenant: TenantId, actor: str, limits: Limits | None = None
+    ) -> RequestContext:
         """A request's context: its session and tenant, the process's clients."""
         return RequestContext.build(
             session,
@@ -56,4 +61,6 @@ class Services:
             policy=self.policy,
             reinforcements=self.reinforcements,
             spare=self.spare,
+            limits=limits,
+            stored=self.limiter.stored if self.limiter is not None else None,
         )

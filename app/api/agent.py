@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import msgspec
-from litestar import Controller, get, post
+from litestar import Controller, Request, get, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, QueryParameter
 
@@ -15,6 +15,7 @@ from app.agent.loop import tool_call_view
 from app.agent.service import AgentService
 from app.api.convert import recall_out
 from app.api.guards import require_bearer
+from app.api.limits import ADMISSION_KEY, usage_against_limits
 from app.api.schemas import NO_NUL, Ident, MemoryOut, Strict, Text, TraceOut
 from app.lib.validation import check_time
 from app.store.usage import UsageRepository
@@ -108,6 +109,7 @@ class AgentController(Controller):
     @get("/usage")
     async def usage(
         self,
+        request: Request[Any, Any, Any],
         usage_repository: NamedDependency[UsageRepository],
         since: MaybeTime = None,
         until: MaybeTime = None,
@@ -115,4 +117,9 @@ class AgentController(Controller):
     ) -> dict[str, Any]:
         check_time("since", since)
         check_time("until", until)
-        return await usage_repository.aggregate(since=since, until=until, user_id=user_id)
+        usage = await usage_repository.aggregate(since=since, until=until, user_id=user_id)
+        # The tenant's limits and what it uses of them now (whole tenant, whatever the filters).
+        usage["limits"] = await usage_against_limits(
+            usage_repository.session, usage_repository.tenant, request.scope["state"].get(ADMISSION_KEY)
+        )
+        return usage

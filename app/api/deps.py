@@ -12,6 +12,7 @@ from litestar.di import NamedDependency, Provide
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.agent.service import AgentService
+from app.api.limits import ADMISSION_KEY, release_admission
 from app.context import RequestContext
 from app.dream.service import DreamService
 from app.memory.service import MemoryService
@@ -19,6 +20,7 @@ from app.memory.timeline import Timeline
 from app.portability.service import PortabilityService
 from app.privacy.erase import Eraser
 from app.state import Services
+from app.store.limits import Admission
 from app.store.usage import UsageRepository
 from app.tenancy.auth import Principal, authenticate
 
@@ -26,7 +28,7 @@ Context = NamedDependency[RequestContext]
 
 
 async def provide_transaction(
-    db_session: NamedDependency[AsyncSession],
+    request: Request[object, object, State], db_session: NamedDependency[AsyncSession]
 ) -> AsyncGenerator[AsyncSession, None]:
     """The request's unit of work: commit after the handler succeeds, roll back on any error.
 
@@ -40,14 +42,20 @@ async def provide_transaction(
         raise
     else:
         await db_session.commit()
+    finally:
+        release_admission(request.scope["state"])  # the tenant's fair share, after the commit
 
 
 async def provide_principal(
     request: Request[object, object, State], transaction: NamedDependency[AsyncSession]
 ) -> Principal:
-    principal = await authenticate(transaction, request.headers.get("authorization"))
+    limiter = services_of(request.app.state).limiter
+    slots = limiter.defaults.concurrent_requests if limiter is not None else None
+    principal = await authenticate(transaction, request.headers.get("authorization"), slots)
     request.scope["state"]["tenant_id"] = str(principal.tenant)
     structlog.contextvars.bind_contextvars(tenant_id=str(principal.tenant))
+    if limiter is not None:
+        await limiter.admit(transaction, principal, request.scope["state"])
     return principal
 
 
@@ -57,9 +65,14 @@ def services_of(state: State) -> Services:
 
 
 async def provide_context(
-    state: State, principal: NamedDependency[Principal], transaction: NamedDependency[AsyncSession]
+    request: Request[object, object, State],
+    principal: NamedDependency[Principal],
+    transaction: NamedDependency[AsyncSession],
 ) -> RequestContext:
-    return services_of(state).context(transaction, principal.tenant, f"key:{principal.key_id}")
+    admission = request.scope["state"].get(ADMISSION_KEY)
+    limits = admission.limits if isinstance(admission, Admission) else None
+    services = services_of(request.app.state)
+    return services.context(transaction, principal.tenant, f"key:{principal.key_id}", limits)
 
 
 async def provide_memory_service(context: Context) -> MemoryService:
@@ -68,6 +81,7 @@ async def provide_memory_service(context: Context) -> MemoryService:
 
 async def provide_agent_service(state: State, context: Context) -> AgentService:
     chat, offline = services_of(state).require_chat()
+    await context.ensure_tokens()  # chat and extract call a model: not past the tenant's daily tokens
     request_id = structlog.contextvars.get_contextvars().get("request_id")
     return AgentService(context, chat, offline, request_id)
 

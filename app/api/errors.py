@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from litestar import Request, Response
@@ -11,7 +12,7 @@ from sqlalchemy.orm.exc import StaleDataError
 
 from app.api.request import refused_body
 from app.embeddings.base import EmbeddingError
-from app.lib.errors import EngramError
+from app.lib.errors import EngramError, LimitReached
 from app.lib.logging import get_logger
 from app.lib.metrics import observe_error
 from app.lib.redaction import redact
@@ -33,12 +34,18 @@ _CODES = {
 }
 
 
-def _error(status: int, code: str, detail: str) -> Response[dict[str, str]]:
+def _error(
+    status: int, code: str, detail: str, headers: dict[str, str] | None = None
+) -> Response[dict[str, str]]:
     observe_error(code, status)
-    return Response({"error": code, "detail": redact(detail).text}, status_code=status)
+    return Response({"error": code, "detail": redact(detail).text}, status_code=status, headers=headers)
 
 
 def engram_error(_: Request[Any, Any, Any], exc: EngramError) -> Response[dict[str, str]]:
+    if isinstance(exc, LimitReached) and exc.retry_after_s is not None:
+        # Whole seconds, rounded up (RFC 9110): a client that waits this long finds room.
+        retry_after = {"Retry-After": str(max(1, math.ceil(exc.retry_after_s)))}
+        return _error(exc.status_code, exc.code, exc.detail, retry_after)
     return _error(exc.status_code, exc.code, exc.detail)
 
 

@@ -50,3 +50,37 @@ class ValidationFailed(EngramError):
 class ServiceUnavailable(EngramError):
     status_code = 503
     code = "unavailable"
+
+
+class LimitReached(EngramError):
+    """A per-tenant limit. `retry_after_s`: when to try again (the response's Retry-After), if known."""
+
+    status_code = 429
+    code = "rate_limited"
+
+    def __init__(self, detail: str, retry_after_s: float | None = None) -> None:
+        super().__init__(detail)
+        self.retry_after_s = retry_after_s
+
+
+class RateLimited(LimitReached):
+    """Over the tenant's requests per minute."""
+
+
+class ConcurrencyLimited(LimitReached):
+    """The tenant's concurrent requests stayed at its cap for as long as a request may queue."""
+
+    code = "concurrency_limited"
+
+
+class TokenQuotaExceeded(LimitReached):
+    """The tenant's model tokens over the last 24 hours reached its daily quota."""
+
+    code = "token_quota_exceeded"
+
+
+class MemoryQuotaExceeded(LimitReached):
+    """Storing this would take the tenant past its memories quota: nothing was written."""
+
+    status_code = 409
+    code = "memory_quota_exceeded"

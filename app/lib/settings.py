@@ -179,6 +179,20 @@ class Settings(BaseSettings):
     # `?user_id=` on /mcp, `--user` for `engram mcp`).
     mcp_user: str = Field(default="default", min_length=1, max_length=200)
 
+    # Per-tenant limits (issue 23). Defaults for every tenant; `engram tenant limits` sets a tenant's
+    # own. 0: unlimited. Enforced in PostgreSQL, so every process of the service shares them.
+    tenant_requests_per_minute: int = Field(default=6000, ge=0)  # a token bucket, burst = this many
+    tenant_concurrent_requests: int = Field(default=32, ge=0)  # in flight at once, all processes
+    tenant_max_memories: int = Field(default=1_000_000, ge=0)  # memories stored (every status)
+    tenant_tokens_per_day: int = Field(default=5_000_000, ge=0)  # model tokens over the last 24 h
+    # A request over the concurrency cap (or waiting for its fair share) waits this long for a slot
+    # before it is refused with a 429: a short burst queues instead of failing.
+    limit_queue_s: float = Field(default=5.0, ge=0)
+    # Fairness: the share of this process's request pool one tenant's requests may hold at once; the
+    # rest queue without holding a connection, so another tenant's requests still find one. 0: off.
+    tenant_pool_share: float = Field(default=0.5, ge=0, le=1)
+    limits_pool_size: int = Field(default=2, ge=1)  # autocommit connections for the request buckets
+
     # Runtime.
     workers: int = Field(default=0, ge=0)  # `engram serve` worker processes; 0: one per CPU
     log_level: str = "INFO"
@@ -186,6 +200,16 @@ class Settings(BaseSettings):
     # OpenTelemetry: an OTLP/HTTP traces endpoint (e.g. http://collector:4318/v1/traces); empty: no tracing.
     otel_endpoint: str = ""
     otel_service_name: str = "engram"
+
+    def tenant_limits_enabled(self) -> bool:
+        """Whether the service admits requests at all (every limit 0 and no fair share: no admission)."""
+        limits = (
+            self.tenant_requests_per_minute,
+            self.tenant_concurrent_requests,
+            self.tenant_max_memories,
+            self.tenant_tokens_per_day,
+        )
+        return any(limits) or self.tenant_pool_share > 0
 
     def resolved_embedder(self, local_available: bool) -> EmbedderName:
         """Which embedder `auto` means here: a configured endpoint, else the local model, else hashing."""

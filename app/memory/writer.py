@@ -41,6 +41,7 @@ class MemoryWriter:
         ctx, settings = self.ctx, self.ctx.settings
         for index, item in enumerate(items):
             check(item, index if len(items) > 1 else None, settings.max_content_chars)
+        await ctx.ensure_room(len(items))  # the whole batch fits under the quota, or nothing is written
         now = ctx.clock.now()
         lapse = timedelta(seconds=settings.temporary_ttl_seconds)
         # Before the locks are taken: an inferred slot is locked like a given one.

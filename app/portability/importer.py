@@ -110,6 +110,7 @@ class Importer:
         result = ImportResult()
         plan = await self._plan([self._prepare(m) for m in doc.memories], result)
         self.progress(len(plan.dropped))
+        await self.ctx.ensure_room(len(plan.rows))  # the whole document fits, or nothing is imported
         await self._embed_missing(plan.rows)
         now = self.ctx.clock.now()
         inserted = []

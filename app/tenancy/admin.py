@@ -133,6 +133,13 @@ async def delete_tenant(session: AsyncSession, name: str) -> DeletedTenant:
     return DeletedTenant(id=tenant.id, name=tenant.name, **counts)
 
 
+async def bind_tenant(session: AsyncSession, name: str) -> TenantId:
+    """The named tenant's id, with the owner's transaction bound to it (FORCE RLS: to see its rows)."""
+    tenant = TenantId((await _tenant_by_name(session, name)).id)
+    await set_tenant(session, tenant)
+    return tenant
+
+
 async def _tenant_by_name(session: AsyncSession, name: str) -> Tenant:
     tenant = await session.scalar(select(Tenant).where(Tenant.name == name))
     if tenant is None:

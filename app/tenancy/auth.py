@@ -18,12 +18,19 @@ AUTHENTICATE = text(
     "SELECT tenant_id, key_id, set_config('app.tenant_id', tenant_id::text, true) AS bound "
     "FROM engram_authenticate(:key_hash)"
 )
+# The same, taking one of the tenant's concurrency slots too (`engram_claim_slot`, migration 0009).
+AUTHENTICATE_AND_CLAIM = text(
+    "SELECT tenant_id, key_id, set_config('app.tenant_id', tenant_id::text, true) AS bound, "
+    "engram_claim_slot(tenant_id, :slots) AS slot FROM engram_authenticate(:key_hash)"
+)
 
 
 @dataclass(frozen=True, slots=True)
 class Principal:
     tenant: TenantId
     key_id: uuid.UUID
+    # The concurrency slot taken with the key (`slots` given): 0 no cap, n taken of n, -n all n held.
+    slot: int | None = None
 
 
 def bearer_token(authorization: str | None) -> str:
@@ -37,12 +44,22 @@ def bearer_token(authorization: str | None) -> str:
     return token
 
 
-async def authenticate(session: AsyncSession, authorization: str | None) -> Principal:
-    """Resolve the key and bind the session's transaction to its tenant (RLS context)."""
+async def authenticate(
+    session: AsyncSession, authorization: str | None, slots: int | None = None
+) -> Principal:
+    """Resolve the key and bind the session's transaction to its tenant (RLS context); with `slots`
+    (the default concurrency cap), take one of the tenant's concurrency slots in the same statement."""
     token = bearer_token(authorization)
     if not token.startswith(KEY_PREFIX) or len(token) > 200:
         raise Unauthorized("invalid API key")
-    row = (await session.execute(AUTHENTICATE, {"key_hash": hash_key(token)})).first()
+    if slots is None:
+        row = (await session.execute(AUTHENTICATE, {"key_hash": hash_key(token)})).first()
+    else:
+        row = (
+            await session.execute(AUTHENTICATE_AND_CLAIM, {"key_hash": hash_key(token), "slots": slots})
+        ).first()
     if row is None:
         raise Unauthorized("invalid or revoked API key")
-    return Principal(tenant=TenantId(row.tenant_id), key_id=row.key_id)
+    return Principal(
+        tenant=TenantId(row.tenant_id), key_id=row.key_id, slot=row.slot if slots is not None else None
+    )

@@ -98,6 +98,80 @@ def _key_revoke(args: argparse.Namespace, settings: Settings) -> Output:
     return Output({"revoked": count, "key": args.key}, f"Revoked {args.key}.")
 
 
+# --- `engram tenant limits` (issue 23) ---
+
+_LIMIT_OPTIONS = {
+    "requests_per_minute": "requests per minute (a token bucket; burst = this many)",
+    "concurrent_requests": "requests in flight at once, over every process",
+    "max_memories": "memories stored (every status)",
+    "tokens_per_day": "model tokens over the last 24 hours",
+}
+_DEFAULT = "default"
+
+
+def _limit_value(raw: str) -> int | str:
+    if raw == _DEFAULT:
+        return raw
+    try:
+        value = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number >= 0 or {_DEFAULT!r}, got {raw!r}"
+        ) from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0 or {_DEFAULT!r}, got {raw!r}")
+    return value
+
+
+def _tenant_limits(args: argparse.Namespace, settings: Settings) -> Output:
+    from app.api.limits import default_limits
+    from app.store import limits as store
+
+    changes = {f: getattr(args, f) for f in _LIMIT_OPTIONS if getattr(args, f) is not None}
+
+    async def work(session: AsyncSession) -> tuple[TenantId, dict[str, int | None]]:
+        tenant = await admin.bind_tenant(session, args.name)
+        own = await store.overrides(session, tenant)
+        if changes:
+            own.update({f: (None if v == _DEFAULT else v) for f, v in changes.items()})
+            await store.set_overrides(session, tenant, own)
+        return tenant, own
+
+    tenant, own = _owner(settings, work)
+    defaults = default_limits(settings).as_dict()
+    effective = {f: (own[f] if own[f] is not None else defaults[f]) for f in _LIMIT_OPTIONS}
+    data = {
+        "tenant": args.name,
+        "tenant_id": tenant,
+        "limits": effective,
+        "overrides": own,
+        "defaults": defaults,
+    }
+    lines = [f"Limits of {args.name!r} ({tenant}); 0 means unlimited:"]
+    for f in _LIMIT_OPTIONS:
+        origin = "default" if own[f] is None else "set for this tenant"
+        lines.append(f"  {f:20} {effective[f]:>12}  ({origin})")
+    return Output(data, "\n".join(lines))
+
+
+def _register_limits(tenant: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
+    limits = tenant.add_parser(
+        "limits",
+        parents=parents,
+        help="show or set a tenant's limits (requests, concurrency, storage, tokens)",
+    )
+    limits.add_argument("name")
+    for field, text in _LIMIT_OPTIONS.items():
+        limits.add_argument(
+            "--" + field.replace("_", "-"),
+            dest=field,
+            type=_limit_value,
+            metavar="N",
+            help=f"{text}; 0: unlimited, {_DEFAULT!r}: the service's default",
+        )
+    limits.set_defaults(handler=_tenant_limits)
+
+
 def register(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     """Add `tenant` and `key` to the `engram` parser."""
     tenant = sub.add_parser("tenant", help="tenant administration").add_subparsers(
@@ -117,6 +191,7 @@ def register(sub: Any, parents: Sequence[argparse.ArgumentParser]) -> None:
     remove.add_argument("name")
     remove.add_argument("--yes", action="store_true", help="confirm: this cannot be undone")
     remove.set_defaults(handler=_tenant_delete)
+    _register_limits(tenant, parents)
 
     key = sub.add_parser("key", help="API key administration").add_subparsers(
         dest="key_command", required=True

@@ -80,6 +80,24 @@ class RateLimitedError(EngramError):
     error_code, http_status = "rate_limited", 429
 
 
+class ConcurrencyLimitedError(RateLimitedError):
+    """The tenant's requests in flight stayed at its limit while this one queued (retry later)."""
+
+    error_code = "concurrency_limited"
+
+
+class TokenQuotaExceededError(RateLimitedError):
+    """The tenant's model tokens over the last 24 hours reached its quota (`retry_after`: when some free)."""
+
+    error_code = "token_quota_exceeded"
+
+
+class MemoryQuotaExceededError(ConflictError):
+    """Storing this would take the tenant past its memories quota; nothing was written."""
+
+    error_code = "memory_quota_exceeded"
+
+
 class InternalServerError(EngramError):
     error_code, http_status = "internal_error", 500
 
@@ -112,11 +130,17 @@ ERROR_CLASSES: tuple[type[EngramError], ...] = (
     UnsupportedMediaTypeError,
     ValidationError,
     RateLimitedError,
+    ConcurrencyLimitedError,
+    TokenQuotaExceededError,
+    MemoryQuotaExceededError,
     InternalServerError,
     UnavailableError,
 )
 BY_CODE: dict[str, type[EngramError]] = {c.error_code: c for c in ERROR_CLASSES}
-BY_STATUS: dict[int, type[EngramError]] = {c.http_status: c for c in ERROR_CLASSES if c.http_status}
+# By status: the base class of each status (a subclass shares its parent's status).
+BY_STATUS: dict[int, type[EngramError]] = {
+    c.http_status: c for c in ERROR_CLASSES if c.http_status and c.__base__ is EngramError
+}
 
 
 class _ErrorBody(msgspec.Struct):

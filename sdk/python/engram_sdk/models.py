@@ -207,10 +207,23 @@ class ExtractResult(Model):
     actions: list[ExtractAction]
 
 
+class UsageLimits(Model, kw_only=True):
+    """The tenant's limits (0: unlimited) and what it uses of them; empty when the service has none."""
+
+    requests_per_minute: int | None = None
+    concurrent_requests: int | None = None
+    max_memories: int | None = None
+    tokens_per_day: int | None = None
+    requests_available: float | None = None  # left in the request bucket (None: no rate limit)
+    memories_stored: int | None = None
+    tokens_last_24h: int | None = None
+
+
 class Usage(Model):
     total: UsageTotals
     by_model: dict[str, UsageTotals]
     by_kind: dict[str, UsageTotals]
+    limits: UsageLimits = msgspec.field(default_factory=UsageLimits)
 
 
 class UsageBucket(Model):
