@@ -44,6 +44,9 @@ class RankingPolicy:
     # weights.semantic and weights.keyword).
     fused_semantic_weight: float = 0.35
     fused_keyword_weight: float = 0.35
+    # Standing memories (pinned, critical rules, constraints) enter a context whatever the question only
+    # within this share of its budget (app.memory.packing); past it, on relevance like any memory.
+    standing_share: float = 0.25
 
     @classmethod
     def of(cls, settings: Settings) -> RankingPolicy:
@@ -62,6 +65,7 @@ class RankingPolicy:
             rrf_k=settings.rrf_k,
             fused_semantic_weight=settings.fused_semantic_weight,
             fused_keyword_weight=settings.fused_keyword_weight,
+            standing_share=settings.standing_share,
         )
 
     def relevance_weights(self) -> tuple[float, float]:

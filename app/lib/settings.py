@@ -143,6 +143,9 @@ class Settings(BaseSettings):
     rrf_k: int = Field(default=60, ge=1)
     fused_semantic_weight: float = 0.35  # the normalised and rrf fusions' weights
     fused_keyword_weight: float = 0.35
+    # The share of a recall's budget that standing memories (pinned, critical rules, constraints) may
+    # take whatever the question; past it they compete on relevance like any memory.
+    standing_share: float = Field(default=0.25, ge=0, le=1)
     recency_half_life_days: float = 30.0
     temporary_ttl_seconds: int = 86400
     forget_query_min_cosine: float | None = None  # None: the embedder's review threshold

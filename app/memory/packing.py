@@ -2,6 +2,12 @@
 
 Pure: takes plain candidates and a token counter, returns what was included and why the rest was not.
 The budget is checked against the exact string that is returned, so `tokens_used <= budget` always.
+
+Standing memories (pinned, critical rules, constraints: `PackItem.standing`) hold for questions that do
+not name them ("I am allergic to peanuts" for a dinner question), so they may enter below the relevance
+floor, but only within `standing_share` of the budget, best score first, and they are placed first. Past
+that share they compete on score like any memory, above the floor: a question never gets a context
+spent on standing instructions regardless of what it asks.
 """
 
 from __future__ import annotations
@@ -28,11 +34,19 @@ class PackItem(Generic[T]):
     line: str
     score: float
     relevance: float
-    always: bool  # pinned or critical: placed first, exempt from the relevance floor, never past budget
+    always: bool  # pinned or critical: keeps its slot until a person approves a replacement; standing
     slot: tuple[str, str] | None  # (subject, type) or None when the memory is not in a slot
     content_hash: str
     valid_from: datetime
     tokens: int | None = None  # the line's token count when already known; else it is counted
+    # Holds whatever the question (a constraint; `always` implies it): may enter below the floor within
+    # the standing share of the budget.
+    standing: bool = False
+
+    @property
+    def holds(self) -> bool:
+        """Standing: placed first within the standing share, exempt from the floor there."""
+        return self.always or self.standing
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +106,10 @@ def pack(
     min_relevance: float,
     count_tokens: Callable[[str], int],
     at_least: Callable[[str], int] | None = None,
+    standing_share: float = 0.25,
 ) -> Packed[T]:
-    """Greedy by score into `budget` tokens of the rendered context (lines joined by newlines).
+    """Standing memories by score into `standing_share` of the budget, then every memory above the floor
+    by score into the rest of `budget` tokens of the rendered context (lines joined by newlines).
 
     `at_least` is a cheap lower bound of `count_tokens`: a line it already shows too long for the room
     left is skipped without being counted. Once the budget is nearly full most candidates are, and on a
@@ -101,29 +117,30 @@ def pack(
     """
     kept, skipped = _veto(items)
     result: Packed[T] = Packed(skipped=skipped)
-    eligible: list[PackItem[T]] = []
+    relevant: list[PackItem[T]] = []
+    standing: list[PackItem[T]] = []
     for item in kept:
-        if item.always or item.relevance >= min_relevance:
-            eligible.append(item)
+        if item.holds:
+            standing.append(item)
+        elif item.relevance >= min_relevance:
+            relevant.append(item)
         else:
             result.skipped.append(Skipped(item, SkipReason.BELOW_FLOOR))
-    # Pinned and critical first, then by score; `sorted` is stable so ties keep score order.
-    eligible.sort(key=lambda i: (not i.always, -i.score))
     # Lines start with "- " and end without whitespace, so the newline between two lines is a
     # pre-token boundary and counts add up; the exact count of the final string is still checked.
-    newline = count_tokens("\n")
-    used = 0
-    for item in eligible:
-        separator = newline if result.included else 0
-        if item.tokens is None and at_least is not None and used + separator + at_least(item.line) > budget:
-            result.skipped.append(Skipped(item, SkipReason.BUDGET))
-            continue
-        tokens = item.tokens if item.tokens is not None else count_tokens(item.line)
-        cost = tokens + separator
-        if used + cost <= budget:
-            result.included.append(Included(item, tokens))
-            used += cost
-        else:
+    filler = _Filler(result, count_tokens, at_least)
+    standing.sort(key=lambda i: -i.score)  # `sort` is stable: ties keep the candidates' order
+    rest: list[PackItem[T]] = []
+    for item in standing:
+        if not filler.add(item, int(budget * standing_share)):
+            if item.relevance >= min_relevance:
+                rest.append(item)  # past the share, it competes on relevance like any memory
+            else:
+                result.skipped.append(Skipped(item, SkipReason.BUDGET))
+    rest += relevant
+    rest.sort(key=lambda i: -i.score)
+    for item in rest:
+        if not filler.add(item, budget):
             result.skipped.append(Skipped(item, SkipReason.BUDGET))
     result.context = "\n".join(i.item.line for i in result.included)
     result.tokens_used = count_tokens(result.context)
@@ -133,3 +150,27 @@ def pack(
         result.context = "\n".join(i.item.line for i in result.included)
         result.tokens_used = count_tokens(result.context)
     return result
+
+
+class _Filler(Generic[T]):
+    """Adds lines to a `Packed` while their tokens (and the newlines between them) fit a limit."""
+
+    def __init__(
+        self, into: Packed[T], count_tokens: Callable[[str], int], at_least: Callable[[str], int] | None
+    ) -> None:
+        self.into, self.count_tokens, self.at_least = into, count_tokens, at_least
+        self.newline = count_tokens("\n")
+        self.used = 0
+
+    def add(self, item: PackItem[T], limit: int) -> bool:
+        """Include `item` if it fits within `limit` tokens in all; False (nothing changed) if not."""
+        separator = self.newline if self.into.included else 0
+        cheap = item.tokens is None and self.at_least is not None
+        if cheap and self.used + separator + self.at_least(item.line) > limit:  # type: ignore[misc]
+            return False
+        tokens = item.tokens if item.tokens is not None else self.count_tokens(item.line)
+        if self.used + tokens + separator > limit:
+            return False
+        self.into.included.append(Included(item, tokens))
+        self.used += tokens + separator
+        return True

@@ -23,7 +23,7 @@ from app.memory.models import RecalledMemory, RecallInput, RecallResult, Skipped
 from app.memory.packing import Packed, PackItem, pack
 from app.memory.scoring import score
 from app.store.candidates import CandidateQuery, CandidateRow, RecallStore, or_tsquery
-from app.vocabulary import Privacy, Reach, Scope
+from app.vocabulary import MemoryType, Privacy, Reach, Scope
 
 MAX_BUDGET = 32768
 Latency = dict[str, float]
@@ -67,6 +67,7 @@ class Recaller:
             min_relevance=floor,
             count_tokens=ctx.counter.count,
             at_least=ctx.counter.at_least,
+            standing_share=ctx.policy.standing_share,
         )
         latency["pack"] = _ms(mark)
 
@@ -250,6 +251,7 @@ class Candidates:
                     score=s.score + bonus,
                     relevance=s.relevance,
                     always=m.protected,
+                    standing=m.type == MemoryType.CONSTRAINT,
                     slot=(m.subject, m.type) if m.subject is not None else None,
                     content_hash=m.content_hash,
                     valid_from=m.valid_from,

@@ -183,3 +183,30 @@ async def test_bad_agent_input_is_422_and_writes_nothing(api: Api, path: str, bo
 async def test_usage_rejects_bad_time_ranges(api: Api) -> None:
     assert (await api.get("/v1/usage", since="not-a-date")).status_code in (400, 422)
     assert (await api.get("/v1/usage", since="0001-01-01T00:00:00Z")).status_code == 422
+
+
+async def test_readme_dinner_dish_after_a_diet_recalls_the_diet(api: Api) -> None:
+    """README's chat example: a standing diet reaches a question that does not name it."""
+    await chat(api, "I am strictly vegetarian", "s1")
+    [diet] = await active(api)
+    assert "vegetarian" in diet["content"]
+    asked = await chat(api, "suggest a dinner dish", "s2")
+    assert diet["id"] in asked["memories_used"]
+    assert "vegetarian" in asked["answer"]
+
+
+async def test_readme_correction_through_chat_keeps_the_slot_and_answers_the_new_city(api: Api) -> None:
+    """README's chat example: "Actually, it's Lisbon, not Porto" supersedes the city, one per slot."""
+    await chat(api, "I live in Porto", "s1")
+    [porto] = await active(api)
+    await chat(api, "Actually, it's Lisbon, not Porto", "s2")
+    [lisbon] = await active(api)
+    assert "Lisbon" in lisbon["content"]
+    assert lisbon["subject"] == porto["subject"]
+    old = (await api.get(f"/v1/memories/{porto['id']}")).json()
+    assert old["status"] == "superseded"
+    assert old["superseded_by"] == lisbon["id"]
+    asked = await chat(api, "Where do I live?", "s3")
+    assert "Lisbon" in asked["answer"]
+    assert "Porto" not in asked["answer"]
+    assert lisbon["id"] in asked["memories_used"]

@@ -108,6 +108,53 @@ def test_pinned_goes_first_but_never_past_the_budget() -> None:
     assert [i.item.ref for i in roomy.included] == ["p", "s"]
 
 
+def test_standing_memories_below_the_floor_take_at_most_their_share_of_the_budget() -> None:
+    # Three unrelated standing instructions and the question's evidence: only what fits a quarter of
+    # the budget may enter whatever the question; the evidence keeps the rest.
+    rules = [
+        item(f"r{i}", f"- Always format every answer as rule {i} says, with headers", 0.5, relevance=0.0)
+        for i in range(3)
+    ]
+    rules = [PackItem(**{**_fields(r), "always": True}) for r in rules]
+    evidence = item("e", "- The support group meets on Tuesdays at the library", 0.4, relevance=0.6)
+    packed = pack([*rules, evidence], budget=64, min_relevance=0.2, count_tokens=COUNTER.count)
+    standing = [i for i in packed.included if i.item.always]
+    assert sum(i.tokens for i in standing) + len(standing) - 1 <= 64 // 4
+    assert len(standing) == 1
+    assert [i.item.ref for i in packed.included][-1] == "e"
+    assert {(s.item.ref, s.reason) for s in packed.skipped} == {
+        ("r1", SkipReason.BUDGET),
+        ("r2", SkipReason.BUDGET),
+    }
+    none = pack(
+        [*rules, evidence], budget=64, min_relevance=0.2, count_tokens=COUNTER.count, standing_share=0
+    )
+    assert [i.item.ref for i in none.included] == ["e"]
+
+
+def test_a_constraint_reaches_a_question_that_does_not_name_it_but_not_past_its_share() -> None:
+    diet = item("diet", "- I am strictly vegetarian", 0.3, relevance=0.05)
+    diet = PackItem(**{**_fields(diet), "standing": True})
+    unrelated = item("u", "- I am a fan of the Lakers", 0.9, relevance=0.05)
+    dish = pack([unrelated, diet], budget=256, min_relevance=0.2, count_tokens=COUNTER.count)
+    assert [i.item.ref for i in dish.included] == ["diet"]
+    assert ("u", SkipReason.BELOW_FLOOR) in [(s.item.ref, s.reason) for s in dish.skipped]
+    tiny = pack([diet], budget=8, min_relevance=0.2, count_tokens=COUNTER.count)
+    assert tiny.included == []
+
+
+def test_a_relevant_standing_memory_past_the_share_competes_on_score() -> None:
+    rule = item("rule", "- Never deploy on Fridays, not even a hotfix, without the on-call lead", 0.9)
+    rule = PackItem(**{**_fields(rule), "always": True})
+    other = item("o", "- Deploys go through the staging cluster first", 0.5)
+    packed = pack([other, rule], budget=40, min_relevance=0.2, count_tokens=COUNTER.count)
+    assert [i.item.ref for i in packed.included] == ["rule", "o"]
+
+
+def _fields(p: PackItem[str]) -> dict[str, object]:
+    return {name: getattr(p, name) for name in PackItem.__dataclass_fields__}
+
+
 def test_a_smaller_item_still_fills_the_space_a_larger_one_could_not() -> None:
     big = item("big", "- " + "word " * 80, 0.9)
     small = item("small", "- tiny", 0.5)

@@ -8,21 +8,59 @@ reply from their results. No key, no network; tokens are counted with tiktoken l
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from app.agent.catalogue import CATALOGUE, Arguments, ForgetArgs, RecallArgs, RememberArgs
 from app.agent.providers.base import ChatTurn, Message, Tool, ToolCall, Usage
+from app.language import rules
 from app.language.analysis import Analysis, analyse
+from app.language.facts import FactIntent
 from app.lib.tokens import TokenCounter
 
 OFFLINE_MODEL = "engram-offline-1"
 
+_MEMORIES = re.compile(r"<memories>\n(?P<block>.*?)\n</memories>", re.DOTALL)
+_LINE_CONTENT = re.compile(r"^- (?:\[[^\]]*\] )?(?P<content>.+)$")  # a context line after its label
 
-def plan_tool_calls(analysis: Analysis) -> list[ToolCall]:
+
+def recalled_contents(messages: Sequence[Message]) -> list[str]:
+    """The contents of the memories recalled into the system prompt (app.agent.loop), best first."""
+    for message in messages:
+        if message.get("role") == "system" and (m := _MEMORIES.search(str(message.get("content") or ""))):
+            lines = (_LINE_CONTENT.match(line.strip()) for line in m["block"].splitlines())
+            return [line["content"] for line in lines if line]
+    return []
+
+
+def restate(fact: FactIntent, recalled: Sequence[str]) -> FactIntent:
+    """A correction that gives only the new value ("Actually, it's Lisbon, not Porto": "It's Lisbon.")
+    restated as the recalled memory that holds the old value, with the value swapped ("I live in Lisbon
+    (home city)."), as a model would: a self-contained sentence in the corrected memory's slot, so the
+    slot supersedes it and a later question about the slot finds it."""
+    if not fact.is_correction or not fact.previous_value or fact.subject is not None:
+        return fact
+    said = rules.IT_IS.match(fact.content)
+    value = rules.clean_value(said["value"]) if said else None
+    if not value:
+        return fact
+    old = re.compile(rf"(?<!\w){re.escape(fact.previous_value)}(?!\w)", re.IGNORECASE)
+    for content in recalled:
+        if old.search(content):
+            restated = analyse(old.sub(value, content)).facts
+            if len(restated) == 1 and restated[0].subject is not None:
+                return replace(restated[0], is_correction=True, previous_value=fact.previous_value)
+            break
+    return fact
+
+
+def plan_tool_calls(analysis: Analysis, recalled: Sequence[str] = ()) -> list[ToolCall]:
     """Forget first (so a correction in the same message survives), then remember, then recall; each
-    call written with its tool's argument struct from the catalogue."""
+    call written with its tool's argument struct from the catalogue. `recalled`: the contents of the
+    memories recalled for the message, which a bare correction is restated from (`restate`)."""
     planned: list[Arguments] = [
         ForgetArgs(description=f.description, subject=f.subject) for f in analysis.forgets
     ]
@@ -34,7 +72,7 @@ def plan_tool_calls(analysis: Analysis) -> list[ToolCall]:
             subject=fact.subject,
             replaces=fact.previous_value if fact.is_correction else None,
         )
-        for fact in analysis.facts
+        for fact in (restate(f, recalled) for f in analysis.facts)
     ]
     if analysis.question:
         planned.append(RecallArgs(query=analysis.question))
@@ -118,7 +156,7 @@ class OfflineModel:
             content = compose_answer(_tool_results(messages))
         else:
             analysis = analyse(str(last.get("content") or ""))
-            calls = plan_tool_calls(analysis) if tools else []
+            calls = plan_tool_calls(analysis, recalled_contents(messages)) if tools else []
             content = None if calls else _chitchat_reply(analysis)
         if json_mode and content is not None:
             content = json.dumps({"answer": content})
