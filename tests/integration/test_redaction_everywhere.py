@@ -19,11 +19,11 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.conftest import Api
+from tests.support.redaction_corpus import SECRETS, render
 from tests.support.scan import scan_text_columns
-from tests.unit.test_redaction import SECRETS, _render
 
 USER = "redaction-user"
-SENTENCES = [_render(case) for case in SECRETS.values()]
+SENTENCES = [render(case) for case in SECRETS.values()]
 NEEDLES = [case.secret for case in SECRETS.values()]
 Write = Callable[[Api, list[str]], Awaitable[list[httpx.Response]]]
 
