@@ -40,9 +40,14 @@ class Server:
 
 @contextmanager
 def serve(
-    owner_url: str, app_url: str, extra_env: dict[str, str] | None = None, server: str = "uvicorn"
+    owner_url: str,
+    app_url: str,
+    extra_env: dict[str, str] | None = None,
+    server: str = "uvicorn",
+    startup_s: float = 30.0,
 ) -> Iterator[Server]:
-    """The app factory under uvicorn or granian; one worker, like a single replica."""
+    """The app factory under uvicorn or granian; one worker, like a single replica. Waits up to
+    `startup_s` for /health (loading a local model on a busy machine takes longer than the default)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -66,7 +71,8 @@ def serve(
         cmd += ["--log-level", "warning", "--no-access-log"]
     process = subprocess.Popen(cmd, env=env)
     running = Server(f"http://127.0.0.1:{port}", process)
-    for _ in range(300):
+    deadline = time.monotonic() + startup_s
+    while time.monotonic() < deadline and process.poll() is None:
         try:
             if httpx.get(f"{running.base}/health", timeout=1).status_code == 200:
                 break
