@@ -304,7 +304,8 @@ SECRETS: dict[str, Case] = {
     "pw_colon": Case("password_assignment", "Hunt3r!", "email pw: Hunt3r! (old)"),
     "pass_eq": Case("password_assignment", "letm3in", "router pass=letm3in on the label"),
     "passwd_space": Case("password_assignment", "Zq7-pass", "ran passwd Zq7-pass on the box"),
-    "pin_is": Case("password_assignment", "4821", "the PIN for my debit card is 4821."),
+    # Eight digits: the integration test looks for each secret in whole responses, full of ids and times.
+    "pin_is": Case("password_assignment", "90817263", "the PIN code for the alarm is 90817263."),
     "wifi_password": Case(
         "password_assignment", "BlueFrog42", "our wifi password is BlueFrog42, tell guests"
     ),
@@ -427,6 +428,21 @@ LOOKALIKES: dict[str, str] = {
     "session_id": "credentials expired, session id 9f8e7d6c5b4a39281706f5e4d3c2b1a0 closed",
     "camel_identifiers": "the access token refresher is TokenRefreshService2 in app/auth",
     "key_value_words": "api key: see the vault",
+    # Code and templates from the development conversations: they name a secret, they do not hold one.
+    "code_form_field": "password = request.form['password']",
+    "code_call": "hashed_password = generate_password_hash(password, method='sha256')",
+    "code_kwarg": "user = User(username=username, password=hashed_password)",
+    "code_env": "const apiKey = process.env.OPENWEATHER_API_KEY;",
+    "code_environ": "SECRET_KEY = os.environ.get('SECRET_KEY')",
+    "code_wtforms": "password = PasswordField('Password', validators=[DataRequired()])",
+    "actions_secret": "github_token: ${{ secrets.GITHUB_TOKEN }}",
+    "placeholder_quoted": "const apiKey = 'YOUR_API_KEY_HERE';",
+    "placeholder_self_named": "return jsonify({'token': 'some_token'})",
+    "placeholder_slack": "const web = new WebClient('xoxb-your-slack-token');",
+    "html_label": '<label for="password">Password:</label>',
+    "markdown_bold": "- **GitHub Token:** check that the token has repo scope",
+    "f_string": 'print(f"Hashed password: {new_user.password_hash}")',
+    "one_char_filler": 'long_password = "a" * 10000  # a length test',
     "keyboard": "the keyboard shortcut is Ctrl+Shift+K2 in the editor",
     "monkey_hash": "monkey patching in test_auth2.py with a fixture",
 }

@@ -36,7 +36,7 @@ _NOUN = (
     r"|discord|ci|npm|pypi|vault|webhook|service)[ _-]?)?token"
 )
 # "for the staging server", "to my bank", "of the bot": up to four words between noun and verb.
-_QUALIFIER = r"(?:[ \t]+(?i:for|to|of|on|at|in)(?:[ \t]+[^\s:=\"']{1,40}){1,4}?)?"
+_QUALIFIER = r"(?:[ \t]+(?i:for|to|of|on|at|in)(?:[ \t]+[^\s:=\"'\[\]]{1,40}){1,4}?)?"
 _VERB = (
     r"(?:[ \t]*[:=][ \t]*"
     r"|[ \t]*['\u2019]s[ \t]+"
@@ -74,11 +74,35 @@ def _value(match: re.Match[str]) -> str:
     return match.group("secret") or match.group("secret_dq") or match.group("secret_sq") or ""
 
 
+# Code and templates that name a secret without holding it: `password = request.form['password']`,
+# `apiKey = process.env.API_KEY`, `token: ${{ secrets.GITHUB_TOKEN }}`, `Password: <input ...>`.
+_CALL_OR_INDEX = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*[(\[]")
+_DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+\)*")
+_TEMPLATE = re.compile(r"[<{(]|\$[({]|%[(s]")
+# A value spelled from the key's own words with no digit ("YOUR_API_KEY", "testpassword", "some_token",
+# "hashed_password)") is a placeholder or a variable, not a secret; "password123" is not of that kind.
+_SELF_NAMED = re.compile(r"[A-Za-z_-]*(?:pass|pwd|token|secret|key)[A-Za-z_-]*\)*", re.IGNORECASE)
+
+
+def names_a_secret(value: str, code: bool = True) -> bool:
+    """True when ``value`` refers to a secret instead of being one: a placeholder or variable named
+    after it, a template, markup, or (``code``: unquoted values only) a call, index or attribute path."""
+    if not any(c.isalnum() for c in value) or _SELF_NAMED.fullmatch(value):
+        return True
+    if _TEMPLATE.match(value):
+        return True
+    return code and bool(_CALL_OR_INDEX.match(value) or _DOTTED.fullmatch(value))
+
+
 def _classify_assignment(match: re.Match[str]) -> str | None:
     value = _value(match)
     # The value is optional in the pattern so that a run of bare keys is consumed in one match
     # (linear) instead of being rescanned from each key; a match without one replaces nothing.
-    if not value or value.lower() in PLACEHOLDERS or value.startswith(MARKER_PREFIX):
+    bare = match.group("secret") is not None
+    # A one-character string literal ("a" in `password = "a" * 1000`) is a test's filler.
+    if (not bare and len(value) < 2) or names_a_secret(value, code=bare):
+        return None
+    if value.lower() in PLACEHOLDERS or value.startswith(MARKER_PREFIX):
         return None
     return _kind(match.group("key"))
 
@@ -86,7 +110,7 @@ def _classify_assignment(match: re.Match[str]) -> str | None:
 def secret_shaped(value: str) -> bool:
     """A bare word that reads as a credential, not as English: digits with letters, a symbol, a case
     change inside, or a run of four or more digits (a PIN)."""
-    if len(value) < 4 or value.lower() in PLACEHOLDERS or MARKER_PREFIX in value:
+    if len(value) < 4 or value.lower() in PLACEHOLDERS or MARKER_PREFIX in value or names_a_secret(value):
         return False
     if value.isdigit():
         return True
@@ -103,9 +127,8 @@ def _classify_prose(match: re.Match[str]) -> str | None:
     quoted = groups.get("secret_dq") or groups.get("secret_sq")
     if quoted is not None:
         words = quoted.split()
-        ok = (
-            0 < len(words) <= 4 and quoted.strip().lower() not in PLACEHOLDERS and MARKER_PREFIX not in quoted
-        )
+        ok = 0 < len(words) <= 4 and len(quoted) > 1 and quoted.strip().lower() not in PLACEHOLDERS
+        ok = ok and MARKER_PREFIX not in quoted and not names_a_secret(quoted, code=False)
         return _kind(match.group("noun")) if ok else None
     return _kind(match.group("noun")) if secret_shaped(match.group("secret")) else None
 

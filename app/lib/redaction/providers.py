@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from app.lib.redaction.rules import Rule, rule
+from app.lib.redaction.rules import Classifier, Rule, rule
 
 _WORDY_SEGMENT = re.compile(r"[a-z]+[0-9]{0,3}|[0-9]{1,4}")
 _DB_SCHEMES = frozenset(
@@ -46,6 +46,18 @@ def _classify_sk(match: re.Match[str]) -> str | None:
     if _HEX_BODY.fullmatch(body):
         return "dashscope_key"  # Alibaba DashScope keys are sk- + 32 lowercase hex
     return "openai_key"
+
+
+def _wordy(kind: str) -> Classifier:
+    """Accept the match unless its body after the prefix is hyphenated words ("xoxb-your-slack-token")."""
+
+    def classify(match: re.Match[str]) -> str | None:
+        body = match.group("body")
+        if all(_WORDY_SEGMENT.fullmatch(segment) for segment in re.split(r"[-_]", body) if segment):
+            return None
+        return kind
+
+    return classify
 
 
 def _classify_card(match: re.Match[str]) -> str | None:
@@ -139,7 +151,9 @@ RULES: tuple[Rule, ...] = (
         needles=("gl", "gr1348941"),
     ),
     rule(
-        r"(?<![A-Za-z0-9-])(?:xox[abposre]|xapp)-[A-Za-z0-9-]{10,}", "slack_token", needles=("xox", "xapp-")
+        r"(?<![A-Za-z0-9-])(?:xox[abposre]|xapp)-(?P<body>[A-Za-z0-9-]{10,})",
+        _wordy("slack_token"),
+        needles=("xox", "xapp-"),
     ),
     rule(
         r"https://hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9_/-]+)",
