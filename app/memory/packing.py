@@ -3,6 +3,12 @@
 Pure: takes plain candidates and a token counter, returns what was included and why the rest was not.
 The budget is checked against the exact string that is returned, so `tokens_used <= budget` always.
 
+Items may carry a header (their day, app.memory.lines): the context shows each header once, on its own
+line, above its items, and a header costs budget the first time one of its items is taken. Groups
+appear in the order their first item was taken, items within a group in the order they were taken, so
+the first memory is still the first taken, and `Packed.included` is in context order: its i-th item is
+the context's i-th line that is not a header.
+
 Standing memories (pinned, critical rules, constraints: `PackItem.standing`) hold for questions that do
 not name them ("I am allergic to peanuts" for a dinner question), so they may enter below the relevance
 floor, but only within `standing_share` of the budget, best score first, and they are placed first. Past
@@ -42,6 +48,7 @@ class PackItem(Generic[T]):
     # Holds whatever the question (a constraint; `always` implies it): may enter below the floor within
     # the standing share of the budget.
     standing: bool = False
+    header: str | None = None  # the line the item is shown under, once per context (its day)
 
     @property
     def holds(self) -> bool:
@@ -142,14 +149,35 @@ def pack(
     for item in rest:
         if not filler.add(item, budget):
             result.skipped.append(Skipped(item, SkipReason.BUDGET))
-    result.context = "\n".join(i.item.line for i in result.included)
+    result.included = _grouped(result.included)
+    result.context = render(result.included)
     result.tokens_used = count_tokens(result.context)
     while result.tokens_used > budget:  # only if a line broke the additivity assumption
         dropped = result.included.pop()
         result.skipped.append(Skipped(dropped.item, SkipReason.BUDGET))
-        result.context = "\n".join(i.item.line for i in result.included)
+        result.context = render(result.included)
         result.tokens_used = count_tokens(result.context)
     return result
+
+
+def _grouped(included: list[Included[T]]) -> list[Included[T]]:
+    """Items under the same header together, groups in the order of their first item (stable)."""
+    groups: dict[str | None, list[Included[T]]] = {}
+    for inc in included:
+        groups.setdefault(inc.item.header, []).append(inc)
+    return [inc for group in groups.values() for inc in group]
+
+
+def render(included: Sequence[Included[T]]) -> str:
+    """The context: each header once, above its items' lines (`included` already grouped)."""
+    lines: list[str] = []
+    header: str | None = None
+    for inc in included:
+        if inc.item.header is not None and inc.item.header != header:
+            lines.append(inc.item.header)
+        header = inc.item.header
+        lines.append(inc.item.line)
+    return "\n".join(lines)
 
 
 class _Filler(Generic[T]):
@@ -161,16 +189,22 @@ class _Filler(Generic[T]):
         self.into, self.count_tokens, self.at_least = into, count_tokens, at_least
         self.newline = count_tokens("\n")
         self.used = 0
+        self.headers: set[str | None] = {None}  # the headers shown so far
 
     def add(self, item: PackItem[T], limit: int) -> bool:
         """Include `item` if it fits within `limit` tokens in all; False (nothing changed) if not."""
         separator = self.newline if self.into.included else 0
+        header = item.header if item.header not in self.headers else None  # a header not shown yet
+        if header is not None:
+            separator += self.count_tokens(header) + self.newline
         cheap = item.tokens is None and self.at_least is not None
         if cheap and self.used + separator + self.at_least(item.line) > limit:  # type: ignore[misc]
             return False
         tokens = item.tokens if item.tokens is not None else self.count_tokens(item.line)
         if self.used + tokens + separator > limit:
             return False
+        if header is not None:
+            self.headers.add(header)
         self.into.included.append(Included(item, tokens))
         self.used += tokens + separator
         return True

@@ -18,7 +18,7 @@ from app.lib.metrics import observe_recall
 from app.lib.ranking import RankingPolicy
 from app.lib.tokens import TokenCounter
 from app.memory.fusion import fuse
-from app.memory.lines import line_body, line_prefix
+from app.memory.lines import day_header, line_body, line_prefix
 from app.memory.models import RecalledMemory, RecallInput, RecallResult, SkippedMemory
 from app.memory.packing import Packed, PackItem, pack
 from app.memory.scoring import score
@@ -252,6 +252,7 @@ class Candidates:
                     relevance=s.relevance,
                     always=m.protected,
                     standing=m.type == MemoryType.CONSTRAINT,
+                    header=day_header(m),
                     slot=(m.subject, m.type) if m.subject is not None else None,
                     content_hash=m.content_hash,
                     valid_from=m.valid_from,

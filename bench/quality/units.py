@@ -9,8 +9,9 @@ first ~256 word pieces of a text anyway). Extracted mode: the offline extractor
 turns name their speaker (LoCoMo: two people, both "users"), a fact's content and subject are qualified by
 the speaker so that one person's "I live in Boston" never takes the other's slot.
 
-Every unit's context line is rendered by Engram's own `render_line` (`- [date type: subject] content`),
-so a unit costs the same tokens whichever system returns it.
+Every unit's context line is rendered by Engram's own `render_line` (`- [date label] content`, the
+label only where it adds meaning, app.memory.lines), so a unit costs the same tokens whichever baseline
+returns it; Engram's own contexts show the date once per day instead (app.memory.packing).
 """
 
 from __future__ import annotations

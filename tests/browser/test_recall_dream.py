@@ -56,7 +56,8 @@ async def test_a_candidate_that_did_not_fit_the_budget_says_so(tab: Tab, api: Ap
     await api.remember(user_id="u", content=DEPLOY_TARGET)
     await api.remember(user_id="u", content=DEPLOY_WINDOW)
     wide = await api.recall(user_id="u", query="deploy staging cluster", token_budget=1024)
-    budget = wide["memories"][0]["tokens"]  # room for one line only
+    one = await api.recall(user_id="u", query="deploy staging cluster", token_budget=wide["tokens_used"] - 1)
+    budget = one["tokens_used"]  # room for the day's header and one line only
     page = tab.page
     await sign_in(page, tab.base, api.key)
     await pick_user(page, "u")

@@ -173,7 +173,9 @@ async def test_recall_trace_shows_components_and_reinforces_what_was_used(api: A
         "importance",
         "type_prior",
     }
-    assert item["tokens"] == exact_tokens(result["context"])
+    header, line = result["context"].split("\n")  # the memory's day, then its line
+    assert item["tokens"] == exact_tokens(line)
+    assert result["tokens_used"] == exact_tokens(header + "\n" + line)
     assert result["trace"]["included"][0]["id"] == created["memory"]["id"]
     assert set(result["trace"]["latency_ms"]) >= {"embed", "sql", "score", "pack", "total"}
     after = (await api.get(f"/v1/memories/{created['memory']['id']}")).json()
@@ -277,7 +279,8 @@ async def test_each_returned_memory_counts_the_tokens_of_its_own_line(
 
     result = await api.recall(user_id="u", query="deploy budget database", min_relevance=0, token_budget=4096)
 
-    lines = result["context"].split("\n")
+    header, *lines = result["context"].split("\n")  # written the same day: one header, then their lines
+    assert not header.startswith("- ")
     assert len(lines) == len(result["memories"]) == 4
     assert [m["tokens"] for m in result["memories"]] == [exact_tokens(line) for line in lines]
     assert result["tokens_used"] == exact_tokens(result["context"])

@@ -6,6 +6,7 @@ import asyncio
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -71,7 +72,9 @@ async def test_remember_then_recall_prints_the_current_fact_as_prompt_context(cl
     assert code == ExitCode.OK
     assert "Next.js" in out
     assert "React" not in out
-    assert out.startswith("- [")  # the rendered context, nothing around it
+    header, line = out.splitlines()[:2]  # the rendered context, nothing around it: its day, its line
+    assert re.fullmatch(r"\d{1,2} [A-Z][a-z]{2} \d{4}", header)
+    assert line == f"- [decision: frontend framework] {NEXT}"
 
     code, out, _ = await cli("recall", "frontend framework", "--user", "alice", "--json")
     result = json.loads(out)

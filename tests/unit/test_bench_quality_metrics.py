@@ -98,7 +98,7 @@ def _conv(texts: list[tuple[str, str]], speaker: str | None = None) -> Conversat
 def test_raw_units_render_like_engram_and_count_tokens() -> None:
     conv = _conv([("user", "I live in Porto."), ("assistant", "x " * 1200)])
     units = raw_units(conv, COUNTER, chunk_chars=1000)
-    assert units[0].line == "- [2024-01-01 episodic] user: I live in Porto."
+    assert units[0].line == "- [2024-01-01] user: I live in Porto."  # a turn: its type adds nothing
     assert units[0].tokens == COUNTER.count(units[0].line)
     assert len(units) > 2
     assert {u.turn_id for u in units[1:]} == {"1"}
@@ -106,6 +106,10 @@ def test_raw_units_render_like_engram_and_count_tokens() -> None:
     assert (
         line_for("preference", "theme", "I like dark mode.", T0)
         == "- [2024-01-01 preference: theme] I like dark mode."
+    )
+    assert (
+        line_for("preference", "dark mode", "I like dark mode.", T0)
+        == "- [2024-01-01 preference] I like dark mode."
     )
 
 

@@ -7,7 +7,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from app.lib.tokens import TokenCounter
-from app.memory.lines import content_tokens, line_prefix, render_line
+from app.memory.lines import (
+    content_tokens,
+    dated_prefix,
+    day_header,
+    label,
+    line_body,
+    line_prefix,
+    render_line,
+)
 from app.memory.packing import PackItem, SkipReason, pack
 
 COUNTER = TokenCounter()
@@ -228,12 +236,52 @@ def test_a_line_counts_as_its_prefix_plus_its_body() -> None:
     subjects = [None, "frontend framework", "c++", "naïve (v2)", "東京", "x.", "it's", "🙂", "a-b"]
     for _ in range(2000):
         memory = _Line(
-            type=rng.choice(["fact", "critical_rule", "preference"]),
+            type=rng.choice(["fact", "episodic", "critical_rule", "preference"]),
             subject=rng.choice(subjects),
             content=_random_text(rng) or "x",
             valid_from=T0 + timedelta(days=rng.randint(0, 4000)),
         )
         line = render_line(memory)
-        assert COUNTER.count(line_prefix(memory)) + content_tokens(memory.content) == COUNTER.count(line), (
+        assert COUNTER.count(dated_prefix(memory)) + content_tokens(memory.content) == COUNTER.count(line), (
             line
         )
+        grouped = line_prefix(memory) + line_body(memory.content)  # under its day's header
+        assert COUNTER.count(line_prefix(memory)) + content_tokens(memory.content) == COUNTER.count(
+            grouped
+        ), grouped
+
+
+def test_a_day_header_is_shown_once_and_paid_for_once() -> None:
+    def dated(ref: str, line: str, score: float, day: int) -> PackItem[str]:
+        return PackItem(**{**_fields(item(ref, line, score)), "header": f"{day} Jan 2026"})
+
+    items = [dated("a", "- first on day one", 0.9, 1), dated("b", "- on day two", 0.8, 2),
+             dated("c", "- second on day one", 0.7, 1)]  # fmt: skip
+    packed = pack(items, budget=100, min_relevance=0.0, count_tokens=COUNTER.count)
+    assert packed.context == "1 Jan 2026\n- first on day one\n- second on day one\n2 Jan 2026\n- on day two"
+    assert [i.item.ref for i in packed.included] == ["a", "c", "b"]  # context order: the i-th line
+    assert packed.tokens_used == COUNTER.count(packed.context)
+    for budget in range(1, 40):
+        tight = pack(items, budget=budget, min_relevance=0.0, count_tokens=COUNTER.count)
+        assert tight.tokens_used == COUNTER.count(tight.context) <= budget
+        lines = tight.context.splitlines()
+        assert all(line.startswith("- ") or line.endswith("Jan 2026") for line in lines)
+        assert not lines or lines[-1].startswith("- ")  # never a header without its lines
+
+
+def test_a_label_shows_only_what_adds_meaning() -> None:
+    def line(mtype: str, subject: str | None, content: str) -> _Line:
+        return _Line(mtype, subject, content, T0)
+
+    assert label(line("episodic", None, "user: I went to a support group")) is None
+    assert label(line("fact", "home city", "I live in Porto (home city).")) is None
+    assert label(line("fact", "standup time", "Standup is at 9:30")) == "standup time"
+    assert (
+        label(line("critical_rule", "deploy days", "Never deploy on Fridays")) == "critical_rule: deploy days"
+    )
+    assert label(line("constraint", "diet", "I am strictly vegetarian (diet).")) == "constraint"
+    assert line_prefix(line("episodic", None, "x")) == "-"
+    assert day_header(line("fact", None, "x")) == "1 Jan 2026"
+    assert render_line(line("decision", "frontend framework", "We use Next.js for the frontend")) == (
+        "- [2026-01-01 decision: frontend framework] We use Next.js for the frontend"
+    )
