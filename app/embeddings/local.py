@@ -49,11 +49,16 @@ def bundled_model_path() -> Path:
 
 
 def set_torch_threads(threads: int) -> None:
-    """torch's intra-op thread count for this process (0: leave torch's default, one per core)."""
+    """torch's intra-op thread count for the calling thread (0: leave torch's default, one per core).
+
+    With torch's OpenMP backend the count is a per-thread setting: it must be applied on the thread
+    that encodes (a worker of `asyncio.to_thread`), not once at startup on another thread.
+    """
     if threads > 0:
         import torch
 
-        torch.set_num_threads(threads)
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
 
 
 def _load_model(path: Path) -> SentenceTransformer:
@@ -100,10 +105,11 @@ class LocalEmbedder:
     :func:`app.embeddings.base.numeric_tokens_differ` is True.
     """
 
-    def __init__(self, model: SentenceTransformer, *, batch_size: int = 64) -> None:
+    def __init__(self, model: SentenceTransformer, *, batch_size: int = 64, threads: int = 0) -> None:
         """Wrap an already-loaded model; prefer :meth:`load`, which does the slow part off the loop."""
         self._model: SentenceTransformer | None = model
         self._batch_size = batch_size
+        self._threads = threads
         self._lock = asyncio.Lock()
 
     @classmethod
@@ -120,8 +126,7 @@ class LocalEmbedder:
             )
         path = model_path if model_path is not None else await asyncio.to_thread(bundled_model_path)
         model = await asyncio.to_thread(_load_model, path)
-        await asyncio.to_thread(set_torch_threads, threads)
-        return cls(model, batch_size=batch_size)
+        return cls(model, batch_size=batch_size, threads=threads)
 
     @property
     def name(self) -> str:
@@ -142,7 +147,13 @@ class LocalEmbedder:
     def relevance_floor(self) -> float:
         return 0.25
 
+    @property
+    def threads(self) -> int:
+        """torch intra-op threads each encode runs with (0: torch's default)."""
+        return self._threads
+
     def _encode(self, model: SentenceTransformer, texts: list[str]) -> list[list[float]]:
+        set_torch_threads(self._threads)  # on this worker thread: the setting is per thread
         array = model.encode(
             texts,
             batch_size=self._batch_size,
