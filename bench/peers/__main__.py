@@ -63,6 +63,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--single", type=int, default=100, help="single adds per system and dataset")
     parser.add_argument("--no-mem0", action="store_true", help="Engram only (no peers extra needed)")
+    parser.add_argument("--threads-queries", type=int, default=60, help="queries of the thread-count check")
     parser.add_argument("--no-http", action="store_true", help="skip Engram over HTTP")
     args = parser.parse_args()
     if not args.no_mem0 and not mem0_available():
@@ -71,9 +72,11 @@ def main() -> None:
         )
 
     # Heavy imports after the environment is set.
+    from app.lib.settings import Settings
     from bench.common import machine, write_results
+    from bench.peers.data import queries
     from bench.peers.report import render
-    from bench.peers.run import run_dataset
+    from bench.peers.run import run_dataset, threads_section
 
     for total, users in parse_sizes(args.sizes):
         if total < users:
@@ -82,6 +85,10 @@ def main() -> None:
     os.environ.setdefault("MEM0_DIR", str(workdir / "mem0-home"))
     datasets: list[dict[str, Any]] = []
     started = time.perf_counter()
+    # First, apart: what torch's thread count does to one query (before any dataset sets it).
+    threads = threads_section(
+        [q.text for q in queries(args.threads_queries, 10, seed=5)], Settings().local_threads
+    )
     for total, users in parse_sizes(args.sizes):
         datasets.append(
             run_dataset(
@@ -98,6 +105,7 @@ def main() -> None:
     payload = {
         "machine": machine(),
         "seconds": round(time.perf_counter() - started, 1),
+        "threads": threads,
         "datasets": datasets,
         "notes": NOTES,
     }

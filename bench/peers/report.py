@@ -62,6 +62,8 @@ def dataset_table(d: dict[str, Any]) -> list[str]:
         line = f"The same model in a plain script (`encode` of one query on the calling thread): p50 {plain['p50']:g} ms"
         if call:
             line += f"; Engram's `LocalEmbedder.embed` of one query outside a recall: p50 {call['p50']:g} ms"
+        if d.get("torch_threads"):
+            line += f" (torch threads in the bench process: {d['torch_threads']})"
         lines += ["", line + "."]
     return lines
 
@@ -78,6 +80,17 @@ def _overlap(o: dict[str, float] | None) -> str:
 def render(payload: dict[str, Any]) -> str:
     m = payload["machine"]
     lines = [f"Machine: {m['cpus']} cores, Python {m['python']}, {m['when']}", ""]
+    threads = payload.get("threads")
+    if threads:
+        by = threads["encode_ms_by_threads"]
+        cells = ", ".join(
+            f"{n} thread{'s' if n != '1' else ''}: p50 {p['p50']:g} ms (p95 {p['p95']:g})"
+            for n, p in by.items()
+        )
+        lines += [
+            f"One-query `encode`, torch threads interleaved (load average {threads['load_average']:.1f}): {cells}.",
+            "",
+        ]
     for d in payload["datasets"]:
         lines += [*dataset_table(d), ""]
     for note in payload.get("notes", []):

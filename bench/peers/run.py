@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 from tqdm import tqdm
 
 from app.db.session import create_engine, set_tenant
-from app.embeddings.local import LocalEmbedder, _load_model, bundled_model_path
+from app.embeddings.local import LocalEmbedder, _load_model, bundled_model_path, set_torch_threads
 from app.lib.clock import SystemClock
 from app.lib.settings import Settings
 from app.memory.models import RecallInput, RecallResult, RememberInput
@@ -39,6 +39,35 @@ WRITER = "writer"  # the user single adds go to: no query reads it
 
 def _ms(started: float) -> float:
     return (time.perf_counter() - started) * 1000
+
+
+def torch_threads() -> int:
+    import torch
+
+    return int(torch.get_num_threads())
+
+
+def threads_section(texts: list[str], settings_threads: int) -> dict[str, Any]:
+    """One-query encodes at torch's default thread count and at the service's, interleaved."""
+    import torch
+
+    model = _load_model(bundled_model_path())
+    default = torch.get_num_threads()
+    counts = sorted({default, settings_threads or default})
+    ms: dict[int, list[float]] = {n: [] for n in counts}
+    for i, t in enumerate(texts):
+        for n in counts if i % 2 else counts[::-1]:
+            torch.set_num_threads(n)
+            started = time.perf_counter()
+            model.encode([t], normalize_embeddings=True, convert_to_numpy=True)
+            if i >= WARMUP:
+                ms[n].append(_ms(started))
+    torch.set_num_threads(default)
+    return {
+        "load_average": load_average(),
+        "default_threads": default,
+        "encode_ms_by_threads": {str(n): percentiles(v) for n, v in ms.items()},
+    }
 
 
 def load_average() -> float:
@@ -201,9 +230,14 @@ def run_dataset(
             if with_mem0:
                 await create_database(owner_url, "mem0")
                 mem0 = Mem0Peer(conninfo_for(owner_url, "mem0"), model_path, workdir / f"history-{total}.db")
-            embedder = await LocalEmbedder.load(model_path)
+            settings = Settings(embedder="local")
+            # As the service loads it; the thread count is process-wide, so mem0 and the plain script in
+            # this process run with it too (the HTTP server applies the same setting in its own process).
+            embedder = await LocalEmbedder.load(model_path, threads=settings.local_threads)
+            set_torch_threads(settings.local_threads)  # this thread: mem0's and the plain script's encodes
+            out["torch_threads"] = torch_threads()
             engine = create_engine(app_url, pool_size=4, max_overflow=0)
-            engram = Engram(engine, Settings(embedder="local"), embedder)
+            engram = Engram(engine, settings, embedder)
             engram.reinforcements.start()
             try:
                 await write_phase(systems, engram, tenant, mem0, fact_list, n_single)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -246,3 +247,29 @@ async def test_local_embedder_closed_raises() -> None:
     await embedder.aclose()
     with pytest.raises(EmbeddingError, match="closed"):
         await embedder.embed(["x"])
+
+
+async def test_local_embedder_thread_setting_applies_where_it_encodes(local_embedder: LocalEmbedder) -> None:
+    """torch's thread count is per thread under OpenMP: the embedder sets it on the thread that encodes,
+    and the vectors are those of torch's default (one thread changes the arithmetic's order only)."""
+    import torch
+
+    seen: list[int] = []
+
+    class Recording:
+        def __init__(self, model: Any) -> None:
+            self.model = model
+
+        def encode(self, *args: Any, **kwargs: Any) -> Any:
+            seen.append(torch.get_num_threads())
+            return self.model.encode(*args, **kwargs)
+
+    inner = local_embedder._model
+    one = LocalEmbedder(Recording(inner), threads=1)  # type: ignore[arg-type]
+    default = LocalEmbedder(Recording(inner), threads=0)  # type: ignore[arg-type]
+    assert one.threads == 1
+    single = await one.embed(SAMPLES[:3])
+    assert seen == [1]
+    reference = await default.embed(SAMPLES[:3])
+    for a, b in zip(single, reference, strict=True):
+        assert cosine(a, b) == pytest.approx(1.0, abs=1e-5)
