@@ -21,7 +21,7 @@ from app.api.errors import EXCEPTION_HANDLERS
 from app.api.health import HealthController
 from app.api.limits import Limiter
 from app.api.memories import MemoryController, RecallController
-from app.api.middleware import access_log_middleware
+from app.api.middleware import access_log_middleware, unrouted_access_log
 from app.api.operations import OperationsPlugin
 from app.api.portability import PortabilityController, PrivacyController, import_router
 from app.api.request import StrictJSONRequest
@@ -114,7 +114,7 @@ def create_app(
         session_config=AsyncSessionConfig(expire_on_commit=False),
         create_all=False,
     )
-    return Litestar(
+    app = Litestar(
         route_handlers=[*ROUTES, import_router(settings.max_import_bytes), inspector_router()],
         plugins=[SQLAlchemyPlugin(config=db_config), OperationsPlugin(metrics)],
         dependencies=DEPENDENCIES,
@@ -127,6 +127,9 @@ def create_app(
         debug=False,
         logging_config=None,  # the standard library's logging goes through structlog (app/lib/logging.py)
     )
+    # Requests no route takes (404, 405) are logged too, outside the routes' middleware.
+    app.asgi_handler = metrics.middleware(unrouted_access_log(app.asgi_handler))
+    return app
 
 
 def _lifespan(
