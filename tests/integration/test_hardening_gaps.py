@@ -114,3 +114,26 @@ async def test_a_q_without_words_matches_its_characters_literally(api: Api, q: s
     response = await api.get("/v1/memories", user_id=USER, q=q)
     assert response.status_code == 200, response.text
     assert [m["id"] for m in response.json()["items"]] == [literal["memory"]["id"]]
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/memories", {"user_id": USER, "content": "x", "type": "correct-horse-battery-staple-91"}),
+        ("/v1/memories", {"user_id": USER, "content": "x", "correct-horse-battery-staple-91": 1}),
+        ("/v1/recall", {"user_id": USER, "query": "q", "types": ["correct-horse-battery-staple-91"]}),
+    ],
+)
+async def test_a_refused_value_is_never_echoed_in_the_422(
+    api: Api, path: str, body: dict[str, object]
+) -> None:
+    response = await api.post(path, body)
+    assert response.status_code == 422, response.text
+    assert "battery-staple-91" not in response.text
+    assert response.json()["error"] == "validation_error"
+
+
+async def test_a_refused_query_value_is_never_echoed(api: Api) -> None:
+    response = await api.get("/v1/memories", user_id=USER, status="correct-horse-battery-staple-91")
+    assert response.status_code in (400, 422), response.text
+    assert "battery-staple-91" not in response.text
