@@ -10,7 +10,10 @@ from litestar import Litestar
 
 from app.lib.settings import Settings
 from app.main import create_app
+from app.serve import configure_header_timeout
 
 
 def app_factory() -> Litestar:
-    return create_app(Settings(), serving=True)
+    settings = Settings()
+    configure_header_timeout(settings.header_timeout_s)  # `engram serve --workers N` serves with its protocol
+    return create_app(settings, serving=True)

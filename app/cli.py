@@ -61,6 +61,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> Output:
         lambda: create_app(settings, on_shutdown=hooks, serving=True),
         {"DATABASE_URL": settings.database_url},
         on_exit=hooks if workers > 1 else (),
+        header_timeout_s=settings.header_timeout_s,
     )
     return Output({"stopped": True}, "")
 

@@ -22,7 +22,7 @@ from app.api.errors import EXCEPTION_HANDLERS
 from app.api.health import HealthController
 from app.api.limits import Limiter
 from app.api.memories import MemoryController, RecallController
-from app.api.middleware import access_log_middleware
+from app.api.middleware import access_log_middleware, unrouted_access_log
 from app.api.operations import OperationsPlugin
 from app.api.portability import PortabilityController, PrivacyController, import_router
 from app.api.request import StrictJSONRequest
@@ -128,7 +128,7 @@ def create_app(
         create_all=False,
     )
     mcp = McpHttp(services, engine)  # /mcp: the tool catalogue over MCP's streamable HTTP
-    return Litestar(
+    app = Litestar(
         route_handlers=[*ROUTES, import_router(settings.max_import_bytes), inspector_router(), mcp.route()],
         plugins=[SQLAlchemyPlugin(config=db_config), OperationsPlugin(metrics)],
         dependencies=DEPENDENCIES,
@@ -142,6 +142,9 @@ def create_app(
         debug=False,
         logging_config=None,  # the standard library's logging goes through structlog (app/lib/logging.py)
     )
+    # Requests no route takes (404, 405) are logged too, outside the routes' middleware.
+    app.asgi_handler = metrics.middleware(unrouted_access_log(app.asgi_handler))
+    return app
 
 
 def _lifespan(

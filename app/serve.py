@@ -9,6 +9,7 @@ embedder and reinforcement flush. The workers share the one listening socket.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import socket
@@ -16,10 +17,13 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
 from app.lib.errors import EngramError
 from app.lib.metrics import MULTIPROC_ENV
 
 BACKLOG = 2048  # uvicorn's default
+DEFAULT_HEADER_TIMEOUT_S = 10.0
 
 
 class PortUnavailable(EngramError):
@@ -44,6 +48,51 @@ def bind(host: str, port: int) -> socket.socket:
         raise PortUnavailable(f"port {port} on {host} {reason}; pick another with --port") from None
     sock.set_inheritable(True)
     return sock
+
+
+class HeaderTimeoutProtocol(H11Protocol):
+    """uvicorn's h11 protocol with a header timeout (issue 23: 1,000 slow-header connections stayed open).
+
+    uvicorn times out an idle kept-alive connection, but not one that is sending its request's headers:
+    a client that sends a byte now and then holds a connection (and its memory) for as long as it likes,
+    and any bytes cancel the keep-alive timer. Here a connection gets `header_timeout_s` from when it
+    opens, and again from the end of each response, to deliver a whole request head; past it, it is
+    closed. A request whose head arrived is never cut: its body and handler take what they take.
+    The class attribute is the process's setting (`configure_header_timeout`; workers: `app.asgi`).
+    """
+
+    header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S
+    _head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing():
+            self._arm()  # the next request's head, on this kept-alive connection
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+        super().connection_lost(exc)
+
+    def _arm(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+        self._head_timer = self.loop.call_later(self.header_timeout_s, self._head_late, self.cycle)
+
+    def _head_late(self, cycle_when_armed: object) -> None:
+        self._head_timer = None
+        # A new cycle since arming: a request head arrived in time.
+        if self.cycle is cycle_when_armed and not self.transport.is_closing():
+            self.transport.close()
+
+
+def configure_header_timeout(seconds: float) -> None:
+    HeaderTimeoutProtocol.header_timeout_s = seconds
 
 
 def quiet_progress_bars() -> None:
@@ -78,12 +127,14 @@ def run(
     build_app: Callable[[], object],
     environment: dict[str, str],
     on_exit: Sequence[Callable[[], None]] = (),
+    header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S,
 ) -> None:
     """Serve on `sock` until a signal stops the server (one process) or the supervisor (N workers)."""
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 
-    common = {"log_level": "warning", "access_log": False, "log_config": None}
+    configure_header_timeout(header_timeout_s)
+    common = {"log_level": "warning", "access_log": False, "log_config": None, "http": HeaderTimeoutProtocol}
     try:
         if workers == 1:
             config = uvicorn.Config(build_app(), **common)  # type: ignore[arg-type]

@@ -145,6 +145,7 @@ def wrk(script: str, key: str, port: int, clients: int, seconds: float) -> dict[
 def server(owner_url: str, workers: int, port: int, data_dir: Path) -> Iterator[subprocess.Popen[bytes]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ENGRAM_", "PROMETHEUS_"))}
     env.update(DATABASE_URL=owner_url, ENGRAM_EMBEDDER="hash", ENGRAM_DATA_DIR=str(data_dir))
+    env["ENGRAM_TENANT_REQUESTS_PER_MINUTE"] = "0"  # one tenant sends every request: no bucket
     cmd = [sys.executable, "-m", "app", "serve", "--port", str(port), "--workers", str(workers)]
     process = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

@@ -13,6 +13,7 @@ from sqlalchemy.orm.exc import StaleDataError
 from app.api.request import refused_body
 from app.embeddings.base import EmbeddingError
 from app.lib.errors import EngramError, LimitReached
+from app.lib.jsonbody import without_values
 from app.lib.logging import get_logger
 from app.lib.metrics import observe_error
 from app.lib.redaction import redact
@@ -57,7 +58,9 @@ def http_error(request: Request[Any, Any, Any], exc: HTTPException) -> Response[
         detail = str(exc.detail)
         extra = exc.extra if isinstance(exc.extra, list) else []
         messages = [
-            f"{e.get('key', '')}: {e.get('message', '')}".strip(": ") for e in extra if isinstance(e, dict)
+            f"{e.get('key', '')}: {without_values(str(e.get('message', '')))}".strip(": ")
+            for e in extra
+            if isinstance(e, dict)
         ]
         if messages:
             detail = "; ".join(messages)

@@ -8,9 +8,10 @@ standalone script.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import swagger_ui_bundle  # type: ignore[import-untyped]
-from litestar import Response, get
+from litestar import Request, Response, get
 from litestar.config.app import AppConfig
 from litestar.datastructures import State
 from litestar.openapi import OpenAPIConfig
@@ -18,6 +19,7 @@ from litestar.openapi.plugins import JsonRenderPlugin, SwaggerRenderPlugin
 from litestar.plugins import InitPluginProtocol
 from litestar.static_files import create_static_files_router
 
+from app.api.openapi_doc import finish_document
 from app.lib.metrics import Metrics
 
 SCHEMA_PATH = "/schema"
@@ -39,9 +41,21 @@ def swagger_assets_dir() -> Path:
     return Path(swagger_ui_bundle.swagger_ui_path)
 
 
+class _JsonDocument(JsonRenderPlugin):
+    """The document with what Litestar leaves out (app/api/openapi_doc.py)."""
+
+    def render(self, request: Request[Any, Any, Any], openapi_schema: dict[str, Any]) -> bytes:
+        return super().render(request, finish_document(openapi_schema))
+
+
+class _Swagger(SwaggerRenderPlugin):
+    def render(self, request: Request[Any, Any, Any], openapi_schema: dict[str, Any]) -> bytes:
+        return super().render(request, finish_document(openapi_schema))
+
+
 def openapi_config() -> OpenAPIConfig:
     """Swagger UI at /schema (and /schema/swagger) from local assets; the document at /schema/openapi.json."""
-    swagger = SwaggerRenderPlugin(
+    swagger = _Swagger(
         js_url=f"{ASSETS_PATH}/swagger-ui-bundle.js",
         css_url=f"{ASSETS_PATH}/swagger-ui.css",
         standalone_preset_js_url=f"{ASSETS_PATH}/swagger-ui-standalone-preset.js",
@@ -52,7 +66,7 @@ def openapi_config() -> OpenAPIConfig:
         title="Engram",
         version=VERSION,
         path=SCHEMA_PATH,
-        render_plugins=[swagger, JsonRenderPlugin()],
+        render_plugins=[swagger, _JsonDocument()],
     )
 
 

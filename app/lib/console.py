@@ -41,6 +41,10 @@ EXIT_CODES: dict[str, ExitCode] = {
     "unavailable": ExitCode.UNAVAILABLE,
     "connection_error": ExitCode.UNAVAILABLE,
     "rate_limited": ExitCode.RATE_LIMITED,
+    # Tenant limits (issue 23).
+    "concurrency_limited": ExitCode.RATE_LIMITED,
+    "token_quota_exceeded": ExitCode.RATE_LIMITED,
+    "memory_quota_exceeded": ExitCode.CONFLICT,
 }
 
 

@@ -50,10 +50,28 @@ def _decoder(target: Hashable) -> msgspec.json.Decoder[Any]:
     return msgspec.json.Decoder(target, strict=True)
 
 
+_ENUM_VALUE = re.compile(r"Invalid enum value '.*?'(?= - at `|$)", re.DOTALL)
+_UNKNOWN_FIELD = re.compile(r"unknown field `(?P<name>.*?)`", re.DOTALL)
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+
+
+def without_values(message: str) -> str:
+    """A validation message that names the field but never repeats the refused value: msgspec quotes a
+    bad enum value ("Invalid enum value 'sk-...'") and an unknown key, either of which may be a secret
+    pasted in the wrong place. A key that is a plain identifier is kept (it helps fix a typo)."""
+    message = _ENUM_VALUE.sub("Invalid enum value", message)
+
+    def name(match: re.Match[str]) -> str:
+        key = match["name"]
+        return f"unknown field `{key}`" if _PLAIN_NAME.fullmatch(key) else "an unknown field"
+
+    return _UNKNOWN_FIELD.sub(name, message)
+
+
 def field_error(exc: msgspec.ValidationError) -> ValidationFailed:
     """msgspec's "Expected `int`, got `str` - at `$.items[3].importance`" as
     "items[3].importance: Expected `int`, got `str`"."""
-    match = _AT_PATH.match(str(exc))
+    match = _AT_PATH.match(without_values(str(exc)))
     message, path = (match["message"], match["path"]) if match else (str(exc), None)
     return ValidationFailed(f"{path}: {message}" if path else message)
 

@@ -203,6 +203,9 @@ class Settings(BaseSettings):
     # rest queue without holding a connection, so another tenant's requests still find one. 0: off.
     tenant_pool_share: float = Field(default=0.5, ge=0, le=1)
     limits_pool_size: int = Field(default=2, ge=1)  # autocommit connections for the request buckets
+    # A connection has this long to send a whole request head (from when it opens, and after each
+    # response); past it, it is closed (slow-header clients cannot hold connections open).
+    header_timeout_s: float = Field(default=10.0, gt=0)
 
     # Runtime.
     workers: int = Field(default=0, ge=0)  # `engram serve` worker processes; 0: one per CPU

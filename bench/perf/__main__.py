@@ -31,6 +31,7 @@ from app.embeddings.hashing import HashEmbedder
 from app.lib.settings import Settings
 from app.tenancy import admin
 from bench.common import bench_database, machine, percentiles, write_results
+from bench.perf import neighbour
 from bench.perf.data import Scope, TextGenerator, bulk_load, copy_floor, layout
 from bench.perf.embedders import EMBEDDERS, embedders_section
 from bench.perf.http import load, serve
@@ -189,7 +190,23 @@ def main() -> None:
     parser.add_argument(
         "--embedders", default="hash,local", help="models timed apart, after the datasets ('' for none)"
     )
+    parser.add_argument(
+        "--neighbour-only",
+        action="store_true",
+        help="only the noisy-neighbour line (bench/perf/neighbour.py)",
+    )
+    parser.add_argument(
+        "--writers", type=int, default=48, help="tenant B's writers in the noisy-neighbour line"
+    )
+    parser.add_argument("--neighbour-queries", type=int, default=150, help="tenant A's recalls per phase")
     args = parser.parse_args()
+    if args.neighbour_only:
+        with bench_database() as (owner_url, app_url):
+            result = asyncio.run(neighbour.run(owner_url, app_url, args.writers, args.neighbour_queries))
+        payload = {"machine": machine(), "noisy_neighbour": result}
+        write_results("perf-neighbour", payload, neighbour.render(result))
+        print(neighbour.render(result))
+        return
     args.clients = [int(c) for c in args.clients.split(",")]
     names = [name for name in args.embedders.split(",") if name]
     if unknown := set(names) - set(EMBEDDERS):
@@ -200,11 +217,14 @@ def main() -> None:
     if args.one_user:
         specs.append(Spec(f"{args.one_user // 1000}k in one user", args.one_user, 1, 1))
     results = [run_spec(spec, args) for spec in tqdm(specs, desc="datasets")]
+    with bench_database() as (owner_url, app_url):  # a database of its own: two small tenants
+        noisy = asyncio.run(neighbour.run(owner_url, app_url, args.writers, args.neighbour_queries))
     # After the datasets, so loading torch cannot disturb a latency figure.
     embedders = asyncio.run(embedders_section(names, queries=args.queries))
-    payload = {"machine": machine(), "datasets": results, "embedders": embedders}
+    payload = {"machine": machine(), "datasets": results, "embedders": embedders, "noisy_neighbour": noisy}
     markdown = render(payload, bench_dir=write_results("perf", payload, ""))
     print(markdown)
+    print(neighbour.render(noisy))
 
 
 if __name__ == "__main__":
