@@ -27,6 +27,7 @@ from app.api.portability import PortabilityController, PrivacyController, import
 from app.api.request import StrictJSONRequest
 from app.api.timeline import TimelineController
 from app.api.usage_series import UsageSeriesController
+from app.api.webhooks import EventStreamController, WebhookController
 from app.db.session import create_engine
 from app.db.spare import SpareReads
 from app.db.urls import app_role_url
@@ -43,6 +44,8 @@ from app.lib.tracing import Tracing
 from app.memory.maintenance import service_maintenance
 from app.state import Services
 from app.store.access import Reinforcements
+from app.webhooks.deliverer import Deliverer
+from app.webhooks.signing import SigningKey
 
 APP_ROLE = "engram_app"
 
@@ -68,6 +71,9 @@ ROUTES = [
     TimelineController,
     DirectoryController,
     UsageSeriesController,
+    # Change events (issue 25).
+    WebhookController,
+    EventStreamController,
 ]
 
 
@@ -101,6 +107,9 @@ def create_app(
         services.spare = SpareReads.connect(
             service_database_url(settings), settings.spare_connections, engine
         )
+    # Change events: the key webhook secrets derive from; every worker delivers the outbox.
+    services.webhook_key = SigningKey.of(settings)
+    deliverer = Deliverer(engine, settings, services.webhook_key) if settings.webhook_interval_s > 0 else None
     metrics = Metrics()
     metrics.watch_pool("request", engine)
     if services.spare is not None:
@@ -123,9 +132,9 @@ def create_app(
         dependencies=DEPENDENCIES,
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         middleware=middleware,
-        lifespan=[_lifespan(services, engine, on_shutdown, serving=serving)],
+        lifespan=[_lifespan(services, engine, on_shutdown, serving=serving), _deliveries(deliverer)],
         on_shutdown=shutdown,
-        state=State({"services": services, "engine": engine}),
+        state=State({"services": services, "engine": engine, "deliverer": deliverer}),
         request_max_body_size=settings.max_body_bytes,
         request_class=StrictJSONRequest,
         debug=False,
@@ -165,6 +174,22 @@ def _lifespan(
             await engine.dispose()
             for hook in on_shutdown:
                 hook()
+
+    return lifespan
+
+
+def _deliveries(deliverer: Deliverer | None) -> Callable[[Litestar], AbstractAsyncContextManager[None]]:
+    """Run the webhook deliverer while the app serves (stopped before the engine is disposed)."""
+
+    @asynccontextmanager
+    async def lifespan(_: Litestar) -> AsyncGenerator[None, None]:
+        if deliverer is not None:
+            deliverer.start()
+        try:
+            yield
+        finally:
+            if deliverer is not None:
+                await deliverer.stop()
 
     return lifespan
 

@@ -16,6 +16,7 @@ from app.lib.settings import Settings
 from app.lib.tokens import TokenCounter
 from app.store.access import Reinforcements
 from app.tenancy.types import TenantId
+from app.webhooks.signing import SigningKey
 
 
 @dataclass(slots=True)
@@ -28,6 +29,8 @@ class Services:
     offline: ChatProvider | None = None  # the offline model: the fallback when the online one fails
     reinforcements: Reinforcements | None = None  # recall's batched reinforcement (None: inline)
     spare: SpareReads | None = None  # connections for recall's text half (None: one statement)
+    # Change events: the key webhook secrets are derived from (built by create_app).
+    webhook_key: SigningKey | None = None
     policy: RankingPolicy = field(init=False)
 
     def __post_init__(self) -> None:
@@ -42,6 +45,11 @@ class Services:
         if self.chat is None or self.offline is None:
             raise RuntimeError("the chat providers are not built yet (the app's lifespan has not started)")
         return self.chat, self.offline
+
+    def require_webhook_key(self) -> SigningKey:
+        if self.webhook_key is None:
+            raise RuntimeError("the webhook signing key is not loaded")
+        return self.webhook_key
 
     def context(self, session: AsyncSession, tenant: TenantId, actor: str) -> RequestContext:
         """A request's context: its session and tenant, the process's clients."""
