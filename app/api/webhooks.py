@@ -48,9 +48,10 @@ class WebhookController(Controller):
     async def list_webhooks(self, webhooks: Hooks) -> WebhookList:
         return WebhookList(items=[WebhookOut.of(h) for h in await webhooks.all()])
 
-    @delete("/{webhook_id:uuid}", status_code=204)
-    async def delete_webhook(self, webhook_id: FromPath[uuid.UUID], webhooks: Hooks) -> None:
-        await webhooks.delete(webhook_id)
+    @delete("/{webhook_id:uuid}", status_code=200)
+    async def delete_webhook(self, webhook_id: FromPath[uuid.UUID], webhooks: Hooks) -> WebhookOut:
+        """Delete a webhook and what it still had to deliver; returns what was deleted."""
+        return WebhookOut.of(await webhooks.delete(webhook_id))
 
     @get("/dead-letters")
     async def dead_letters(
@@ -80,10 +81,13 @@ class EventStreamController(Controller):
         state: State,
         principal: NamedDependency[Principal],
         user_id: MaybeIdent = None,
+        after: FromQuery[int | None] = None,
         last_event_id: LastEventId = None,
     ) -> ServerSentEvent:
-        """The tenant's change events as they happen (from `Last-Event-ID` on, when given)."""
-        after = _event_id(last_event_id)
+        """The tenant's change events as they happen (after `Last-Event-ID`, or `after`, when given)."""
+        if after is not None and after < 0:
+            raise ValidationFailed("after must be an event id (0 or more)")
+        after = _event_id(last_event_id) if last_event_id else after
         engine = state.engine
         if after is None:
             after = await stream.latest_event_id(engine, principal.tenant)

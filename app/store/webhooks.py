@@ -115,11 +115,14 @@ class WebhookStore:
         )
         return list((await self.session.scalars(query)).all())
 
-    async def remove(self, webhook_id: uuid.UUID) -> bool:
-        result = await self.session.execute(
-            delete(Webhook).where(Webhook.tenant_id == self.tenant, Webhook.id == webhook_id)
+    async def remove(self, webhook_id: uuid.UUID) -> Webhook | None:
+        """Delete a webhook (its pending deliveries and dead letters go with it)."""
+        result = await self.session.scalars(
+            delete(Webhook)
+            .where(Webhook.tenant_id == self.tenant, Webhook.id == webhook_id)
+            .returning(Webhook)
         )
-        return bool(getattr(result, "rowcount", 0))
+        return result.one_or_none()
 
     async def dead_letters(self, webhook_id: uuid.UUID | None, keyset: Keyset) -> Page[WebhookDelivery]:
         query = select(WebhookDelivery).where(

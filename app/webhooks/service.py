@@ -45,9 +45,11 @@ class WebhookService:
     async def all(self) -> list[Webhook]:
         return await self.store.all()
 
-    async def delete(self, webhook_id: uuid.UUID) -> None:
-        if not await self.store.remove(webhook_id):
+    async def delete(self, webhook_id: uuid.UUID) -> Webhook:
+        hook = await self.store.remove(webhook_id)
+        if hook is None:
             raise NotFound(f"webhook {webhook_id} not found")
+        return hook
 
     async def dead_letters(
         self, webhook_id: uuid.UUID | None, *, limit: int = 50, cursor: str | None = None

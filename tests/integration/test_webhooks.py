@@ -110,7 +110,8 @@ async def test_a_delivery_is_signed_with_its_webhooks_secret_and_carries_no_cont
 ) -> None:
     created = await add_hook(a, receiver.url, description="audit sink")
     other = await add_hook(a, receiver.url + "/other", event_types=["forgotten"])
-    assert created["secret"].startswith("whsec_") and created["secret"] != other["secret"]
+    assert created["secret"].startswith("whsec_")
+    assert created["secret"] != other["secret"]
     memory = (await a.remember(user_id="u1", content="My locker code is 4711 and I like jazz"))["memory"]
     assert await deliverer.tick() == 1  # the `forgotten`-only webhook got nothing to send
     [hit] = receiver.accepted()
@@ -122,12 +123,16 @@ async def test_a_delivery_is_signed_with_its_webhooks_secret_and_carries_no_cont
     event = hit.event
     assert event["id"] == int(hit.event_id) == (await tenant_event_ids(app_engine, a.tenant_id))[0]
     assert event["type"] == "memory.created"
-    assert event["data"]["memory_id"] == memory["id"] and event["data"]["user_id"] == "u1"
-    assert b"jazz" not in hit.body and b"4711" not in hit.body and str(a.tenant_id).encode() not in hit.body
+    assert event["data"]["memory_id"] == memory["id"]
+    assert event["data"]["user_id"] == "u1"
+    assert b"jazz" not in hit.body
+    assert b"4711" not in hit.body
+    assert str(a.tenant_id).encode() not in hit.body
     # The secret is shown once: the list never carries it.
     listed = (await a.get("/v1/webhooks")).json()["items"]
     assert {h["id"] for h in listed} == {created["webhook"]["id"], other["webhook"]["id"]}
-    assert "secret" not in str(listed) and created["secret"] not in str(listed)
+    assert "secret" not in str(listed)
+    assert created["secret"] not in str(listed)
 
 
 async def test_a_receiver_down_for_a_while_then_back_gets_each_event_exactly_once(
@@ -139,7 +144,8 @@ async def test_a_receiver_down_for_a_while_then_back_gets_each_event_exactly_onc
     await a.remember(user_id="u1", content="I live in Lisbon", subject="city")  # created + superseded
     await a.post("/v1/forget", {"user_id": "u1", "subject": "city"})
     await deliverer.tick()
-    assert receiver.hits == [] and (await pending(app_engine, a.tenant_id))["pending"] == 4
+    assert receiver.hits == []
+    assert (await pending(app_engine, a.tenant_id))["pending"] == 4
     receiver.start()
     receiver.status = 503  # up, but failing
     await asyncio.sleep(0.1)
@@ -197,7 +203,8 @@ async def test_no_event_of_another_tenant_reaches_a_webhook(
         assert Counter(int(h.event_id) for h in rb.accepted()) == Counter(
             await tenant_event_ids(app_engine, b.tenant_id)
         )
-        assert len(ra.accepted()) == 1 and len(rb.accepted()) == 2
+        assert len(ra.accepted()) == 1
+        assert len(rb.accepted()) == 2
     finally:
         ra.stop()
         rb.stop()
@@ -212,17 +219,22 @@ async def test_after_the_last_attempt_a_delivery_is_a_dead_letter_until_redelive
     await deliver_all(deliverer, rounds=15)
     assert len(receiver.hits) == MAX_ATTEMPTS
     attempts = [int(h.headers["engram-delivery-attempt"]) for h in receiver.hits]
-    assert attempts == [1, 2, 3] and len({h.event_id for h in receiver.hits}) == 1
+    assert attempts == [1, 2, 3]
+    assert len({h.event_id for h in receiver.hits}) == 1
     page = (await a.get("/v1/webhooks/dead-letters", webhook_id=hook["id"])).json()
     [dead] = page["items"]
-    assert dead["state"] == "dead" and dead["attempts"] == MAX_ATTEMPTS and dead["last_status"] == 503
-    assert dead["event_id"] == int(receiver.hits[0].event_id) and "prefer" not in str(dead)
+    assert dead["state"] == "dead"
+    assert dead["attempts"] == MAX_ATTEMPTS
+    assert dead["last_status"] == 503
+    assert dead["event_id"] == int(receiver.hits[0].event_id)
+    assert "prefer" not in str(dead)
     # Tenant B neither lists nor redelivers A's dead letter.
     assert (await b.get("/v1/webhooks/dead-letters")).json()["items"] == []
     assert (await b.post(f"/v1/webhooks/dead-letters/{dead['id']}/redeliver")).status_code == 404
     receiver.status = 200
     redelivered = await a.post(f"/v1/webhooks/dead-letters/{dead['id']}/redeliver")
-    assert redelivered.status_code == 200 and redelivered.json()["state"] == "pending"
+    assert redelivered.status_code == 200
+    assert redelivered.json()["state"] == "pending"
     assert (await a.post(f"/v1/webhooks/dead-letters/{dead['id']}/redeliver")).status_code == 404
     await deliverer.tick()
     [ok] = receiver.accepted()
@@ -235,7 +247,9 @@ async def test_tenant_b_can_neither_list_nor_delete_tenant_as_webhook(a: Api, b:
     assert (await b.get("/v1/webhooks")).json()["items"] == []
     assert (await b.delete(f"/v1/webhooks/{hook['id']}")).status_code == 404
     assert [h["id"] for h in (await a.get("/v1/webhooks")).json()["items"]] == [hook["id"]]
-    assert (await a.delete(f"/v1/webhooks/{hook['id']}")).status_code == 204
+    deleted = await a.delete(f"/v1/webhooks/{hook['id']}")
+    assert deleted.status_code == 200
+    assert deleted.json()["id"] == hook["id"]
     assert (await a.delete(f"/v1/webhooks/{hook['id']}")).status_code == 404
     assert (await a.get("/v1/webhooks")).json()["items"] == []
 
@@ -247,16 +261,15 @@ async def test_an_event_is_in_the_outbox_only_if_its_transaction_commits(
     tenant = TenantId(a.tenant_id)
     event = NewEvent(uuid.uuid4(), "u1", None, EventKind.CREATED, None)
     sessions = async_sessionmaker(app_engine)
-    async with sessions() as session:
-        async with session.begin():
-            await set_tenant(session, tenant)
-            await EventRecorder(session, tenant, "test").record(event)
-            assert (
-                await session.execute(
-                    text("SELECT count(*) FROM webhook_deliveries WHERE tenant_id = :t"), {"t": a.tenant_id}
-                )
-            ).scalar_one() == 1
-            await session.rollback()
+    async with sessions() as session, session.begin():
+        await set_tenant(session, tenant)
+        await EventRecorder(session, tenant, "test").record(event)
+        assert (
+            await session.execute(
+                text("SELECT count(*) FROM webhook_deliveries WHERE tenant_id = :t"), {"t": a.tenant_id}
+            )
+        ).scalar_one() == 1
+        await session.rollback()
     assert await pending(app_engine, a.tenant_id) == Counter()
     async with sessions() as session, session.begin():
         await set_tenant(session, tenant)
@@ -277,14 +290,18 @@ async def test_erasing_a_user_and_deciding_a_proposal_are_delivered_without_cont
     assert (await a.post("/v1/users/u1/erase", {})).status_code == 200
     await deliver_all(deliverer, rounds=3)
     kinds = [h.event["data"]["kind"] for h in receiver.accepted()]
-    assert "proposal_rejected" in kinds and kinds.count("erased") == 2
+    assert "proposal_rejected" in kinds
+    assert kinds.count("erased") == 2
     rejected = next(h.event for h in receiver.accepted() if h.event["data"]["kind"] == "proposal_rejected")
     assert rejected["data"]["details"]["proposal_id"] == proposal_id
     user_erase = receiver.accepted()[-1].event
-    assert user_erase["type"] == "memory.erased" and user_erase["data"]["memory_id"] is None
+    assert user_erase["type"] == "memory.erased"
+    assert user_erase["data"]["memory_id"] is None
     assert user_erase["data"]["details"]["scope"] == "user"
     bodies = b"".join(h.body for h in receiver.hits)
-    assert b"passport" not in bodies and b"X1234" not in bodies and b"backups" not in bodies.lower()
+    assert b"passport" not in bodies
+    assert b"X1234" not in bodies
+    assert b"backups" not in bodies.lower()
 
 
 @pytest.mark.parametrize(
