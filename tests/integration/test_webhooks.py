@@ -343,3 +343,20 @@ async def test_bad_ids_and_parameters_on_webhook_routes_are_4xx(a: Api) -> None:
         await a.get("/v1/webhooks/dead-letters", limit=0),
     ):
         assert 400 <= response.status_code < 500, response.text
+
+
+async def test_the_service_delivers_on_its_own_when_an_interval_is_set(
+    hook_settings: Settings, new_tenant: NewTenant, receiver: Receiver
+) -> None:
+    tenant_id, key = await new_tenant()
+    app = create_app(hook_settings.model_copy(update={"webhook_interval_s": 0.05}))
+    async with AsyncTestClient(app=app) as client:
+        api = Api(client, key, tenant_id)
+        await add_hook(api, receiver.url)
+        memory = (await api.remember(user_id="u1", content="I prefer window seats"))["memory"]
+        for _ in range(200):
+            if receiver.accepted():
+                break
+            await asyncio.sleep(0.05)
+    [hit] = receiver.accepted()
+    assert hit.event["data"]["memory_id"] == memory["id"]
