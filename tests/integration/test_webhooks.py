@@ -360,3 +360,29 @@ async def test_the_service_delivers_on_its_own_when_an_interval_is_set(
             await asyncio.sleep(0.05)
     [hit] = receiver.accepted()
     assert hit.event["data"]["memory_id"] == memory["id"]
+
+
+async def test_an_import_announces_what_it_imported_not_the_history_it_copied(
+    a: Api, b: Api, receiver: Receiver, deliverer: Deliverer
+) -> None:
+    await a.remember(user_id="u1", content="I live in Porto", subject="city")
+    await a.remember(user_id="u1", content="I live in Lisbon", subject="city")
+    document = (await a.get("/v1/export", user_id="u1")).json()
+    await add_hook(b, receiver.url)
+    imported = await b.post("/v1/import", document)
+    assert imported.status_code == 200, imported.text
+    await deliver_all(deliverer, rounds=3)
+    kinds = Counter(h.event["data"]["kind"] for h in receiver.accepted())
+    assert kinds == Counter({"imported": 2})  # the copied created/superseded events stay history
+
+
+async def test_deleting_a_webhook_drops_what_it_still_had_to_deliver(
+    a: Api, receiver: Receiver, deliverer: Deliverer, app_engine: AsyncEngine
+) -> None:
+    hook = (await add_hook(a, receiver.url))["webhook"]
+    await a.remember(user_id="u1", content="I prefer trains")
+    assert (await pending(app_engine, a.tenant_id)) == Counter({"pending": 1})
+    assert (await a.delete(f"/v1/webhooks/{hook['id']}")).status_code == 200
+    assert (await pending(app_engine, a.tenant_id)) == Counter()
+    await deliverer.tick()
+    assert receiver.hits == []
