@@ -148,7 +148,8 @@ class Deliverer:
             }
             try:
                 response = await self._http().post(claim.url, content=body, headers=headers)
-            except httpx.HTTPError as exc:
+            except (httpx.HTTPError, httpx.InvalidURL, UnicodeError) as exc:
+                # One receiver's failure is that delivery's outcome, never the deliverer's end.
                 return Outcome(None, type(exc).__name__)
             await response.aclose()
             if 200 <= response.status_code < 300:
