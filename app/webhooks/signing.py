@@ -10,11 +10,12 @@ so a receiver can refuse replays older than a few minutes.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import os
 import secrets
-import time
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -59,18 +60,19 @@ def verify(secret: str, timestamp: int, body: bytes, header: str) -> bool:
 
 
 def _key_file(path: Path) -> bytes:
-    """Read the key file, creating it first if absent (O_EXCL: concurrent workers agree on one key)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        pass
-    else:
-        with os.fdopen(fd, "w") as f:
-            f.write(secrets.token_urlsafe(32))
-    for _ in range(50):  # a worker that lost the race may read before the winner has written
-        key = path.read_text().strip().encode()
-        if key:
-            return key
-        time.sleep(0.01)
-    raise RuntimeError(f"{path} is empty")
+    """Read the key file, creating it first if absent. The key is written to a private temporary file
+    and linked into place, so concurrent workers agree on one key and never read a half-written one."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".webhook-key-")  # mode 0600
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(secrets.token_urlsafe(32))
+            with contextlib.suppress(FileExistsError):  # another worker linked its key first
+                os.link(tmp, path)
+        finally:
+            os.unlink(tmp)
+    key = path.read_text().strip().encode()
+    if not key:
+        raise RuntimeError(f"{path} is empty")
+    return key

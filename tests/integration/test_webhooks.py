@@ -113,8 +113,8 @@ async def test_a_delivery_is_signed_with_its_webhooks_secret_and_carries_no_cont
     assert created["secret"].startswith("whsec_")
     assert created["secret"] != other["secret"]
     memory = (await a.remember(user_id="u1", content="My locker code is 4711 and I like jazz"))["memory"]
-    assert await deliverer.tick() == 1  # the `forgotten`-only webhook got nothing to send
-    [hit] = receiver.accepted()
+    await deliverer.tick()
+    [hit] = receiver.accepted()  # the `forgotten`-only webhook got nothing to send
     timestamp, signature = int(hit.headers["engram-timestamp"]), hit.headers["engram-signature"]
     assert verify(created["secret"], timestamp, hit.body, signature)
     assert not verify(other["secret"], timestamp, hit.body, signature)
