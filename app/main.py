@@ -28,6 +28,7 @@ from app.api.portability import PortabilityController, PrivacyController, import
 from app.api.request import StrictJSONRequest
 from app.api.timeline import TimelineController
 from app.api.usage_series import UsageSeriesController
+from app.api.webhooks import EventStreamController, WebhookController
 from app.db.session import create_engine
 from app.db.spare import SpareReads
 from app.db.urls import app_role_url
@@ -46,6 +47,8 @@ from app.mcp.http import McpHttp
 from app.memory.maintenance import service_maintenance
 from app.state import Services
 from app.store.access import Reinforcements
+from app.webhooks.deliverer import Deliverer
+from app.webhooks.signing import SigningKey
 
 APP_ROLE = "engram_app"
 
@@ -71,6 +74,9 @@ ROUTES = [
     TimelineController,
     DirectoryController,
     UsageSeriesController,
+    # Change events (issue 25).
+    WebhookController,
+    EventStreamController,
 ]
 
 
@@ -111,6 +117,9 @@ def create_app(
             service_database_url(settings), pool_size=settings.limits_pool_size, max_overflow=0
         )
         services.limiter = Limiter(settings, limits_engine)
+    # Change events: the key webhook secrets derive from; every worker delivers the outbox.
+    services.webhook_key = SigningKey.of(settings)
+    deliverer = Deliverer(engine, settings, services.webhook_key) if settings.webhook_interval_s > 0 else None
     metrics = Metrics()
     metrics.watch_pool("request", engine)
     if services.spare is not None:
@@ -134,9 +143,13 @@ def create_app(
         dependencies=DEPENDENCIES,
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         middleware=middleware,
-        lifespan=[_lifespan(services, engine, on_shutdown, serving=serving), mcp.lifespan],
+        lifespan=[
+            _lifespan(services, engine, on_shutdown, serving=serving),
+            mcp.lifespan,
+            _deliveries(deliverer),
+        ],
         on_shutdown=shutdown,
-        state=State({"services": services, "engine": engine}),
+        state=State({"services": services, "engine": engine, "deliverer": deliverer}),
         request_max_body_size=settings.max_body_bytes,
         request_class=StrictJSONRequest,
         debug=False,
@@ -180,6 +193,22 @@ def _lifespan(
             await engine.dispose()
             for hook in on_shutdown:
                 hook()
+
+    return lifespan
+
+
+def _deliveries(deliverer: Deliverer | None) -> Callable[[Litestar], AbstractAsyncContextManager[None]]:
+    """Run the webhook deliverer while the app serves (stopped before the engine is disposed)."""
+
+    @asynccontextmanager
+    async def lifespan(_: Litestar) -> AsyncGenerator[None, None]:
+        if deliverer is not None:
+            deliverer.start()
+        try:
+            yield
+        finally:
+            if deliverer is not None:
+                await deliverer.stop()
 
     return lifespan
 

@@ -18,6 +18,7 @@ from app.lib.tokens import TokenCounter
 from app.store.access import Reinforcements
 from app.store.limits import Limits
 from app.tenancy.types import TenantId
+from app.webhooks.signing import SigningKey
 
 
 @dataclass(slots=True)
@@ -31,6 +32,8 @@ class Services:
     reinforcements: Reinforcements | None = None  # recall's batched reinforcement (None: inline)
     spare: SpareReads | None = None  # connections for recall's text half (None: one statement)
     limiter: Limiter | None = None  # per-tenant limits and fairness (None: none, as in benches' direct calls)
+    # Change events: the key webhook secrets are derived from (built by create_app).
+    webhook_key: SigningKey | None = None
     policy: RankingPolicy = field(init=False)
 
     def __post_init__(self) -> None:
@@ -45,6 +48,11 @@ class Services:
         if self.chat is None or self.offline is None:
             raise RuntimeError("the chat providers are not built yet (the app's lifespan has not started)")
         return self.chat, self.offline
+
+    def require_webhook_key(self) -> SigningKey:
+        if self.webhook_key is None:
+            raise RuntimeError("the webhook signing key is not loaded")
+        return self.webhook_key
 
     def context(
         self, session: AsyncSession, tenant: TenantId, actor: str, limits: Limits | None = None

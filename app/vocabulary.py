@@ -85,6 +85,8 @@ class EventKind(StrEnum):
     IMPORTED = "imported"
     REEMBEDDED = "reembedded"
     PROPOSED = "proposed"
+    PROPOSAL_APPROVED = "proposal_approved"  # a person decided a proposal naming this memory
+    PROPOSAL_REJECTED = "proposal_rejected"
 
 
 class ProposalKind(StrEnum):

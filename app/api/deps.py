@@ -23,6 +23,7 @@ from app.state import Services
 from app.store.limits import Admission
 from app.store.usage import UsageRepository
 from app.tenancy.auth import Principal, authenticate
+from app.webhooks.service import WebhookService
 
 Context = NamedDependency[RequestContext]
 
@@ -107,6 +108,10 @@ async def provide_usage_repository(context: Context) -> UsageRepository:
     return UsageRepository(context.session, context.tenant)
 
 
+async def provide_webhooks(state: State, context: Context) -> WebhookService:
+    return WebhookService(context, services_of(state).require_webhook_key())
+
+
 DEPENDENCIES = {
     "transaction": Provide(provide_transaction),
     "principal": Provide(provide_principal),
@@ -118,4 +123,5 @@ DEPENDENCIES = {
     "portability": Provide(provide_portability),
     "eraser": Provide(provide_eraser),
     "usage_repository": Provide(provide_usage_repository),
+    "webhooks": Provide(provide_webhooks),
 }

@@ -23,10 +23,11 @@ from app.dream.validate import validate_model_proposals
 from app.lib.errors import Conflict, NotFound, ValidationFailed
 from app.lib.logging import get_logger
 from app.memory.fingerprint import fingerprints
+from app.store.events import NewEvent
 from app.store.pages import MAX_PAGE, Keyset, Page
 from app.store.usage import UsageRepository
 from app.usage.meter import UsageMeter, current_meter
-from app.vocabulary import ProposalKind, ProposalStatus, Reach, Scope
+from app.vocabulary import EventKind, ProposalKind, ProposalStatus, Reach, Scope
 
 log = get_logger("engram.dream")
 OFFLINE = "offline"
@@ -193,6 +194,7 @@ class DreamService:
         proposal.decided_at = self.ctx.clock.now()
         proposal.payload = {**proposal.payload, "decided_by": self.ctx.actor}
         await self.ctx.store.flush()
+        await self.ctx.store.events.record(*_decision_events(proposal, approve=approve))
         return proposal
 
     async def apply(
@@ -200,3 +202,13 @@ class DreamService:
     ) -> ApplyReport:
         """Apply approved proposals (see `app.dream.apply`)."""
         return await DreamApplier(self.ctx).apply(user_id=user_id, proposal_ids=proposal_ids)
+
+
+def _decision_events(proposal: DreamProposal, *, approve: bool) -> list[NewEvent]:
+    """A decision is an event of every memory the proposal names (who decided is the event's actor)."""
+    kind = EventKind.PROPOSAL_APPROVED if approve else EventKind.PROPOSAL_REJECTED
+    details = {"proposal_id": str(proposal.id), "proposal_kind": str(proposal.kind)}
+    return [
+        NewEvent(target, proposal.user_id, proposal.project_id, kind, None, details)
+        for target in proposal.target_ids
+    ]

@@ -207,6 +207,19 @@ class Settings(BaseSettings):
     # response); past it, it is closed (slow-header clients cannot hold connections open).
     header_timeout_s: float = Field(default=10.0, gt=0)
 
+    # Change events: webhooks (app/webhooks/) and the live stream.
+    # Every worker delivers due webhook events every this many seconds (0: this process never delivers).
+    webhook_interval_s: float = Field(default=1.0, ge=0)
+    webhook_timeout_s: float = Field(default=10.0, gt=0)  # one delivery attempt's HTTP timeout
+    webhook_max_attempts: int = Field(default=8, ge=1)  # then the delivery is a dead letter
+    webhook_backoff_base_s: float = Field(default=2.0, gt=0)  # retry n waits base * 2^(n-1), jittered
+    webhook_backoff_max_s: float = Field(default=3600.0, gt=0)
+    webhook_allow_private: bool = False  # True: webhooks may target loopback and private addresses
+    # Secrets of webhooks are derived from this key and the webhook's id (unset: a key kept in
+    # ENGRAM_DATA_DIR/webhook-signing-key, created on first use); every replica must share it.
+    webhook_signing_key: SecretStr | None = None
+    event_stream_poll_s: float = Field(default=1.0, gt=0)  # GET /v1/events/stream reads new events this often
+
     # Runtime.
     workers: int = Field(default=0, ge=0)  # `engram serve` worker processes; 0: one per CPU
     log_level: str = "INFO"

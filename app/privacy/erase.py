@@ -19,6 +19,7 @@ from app.lib.errors import NotFound, ValidationFailed
 from app.lib.logging import get_logger
 from app.store.erase import EraseStore
 from app.store.events import NewEvent
+from app.store.webhooks import WebhookStore
 from app.vocabulary import EventKind, Scope
 
 log = get_logger("engram.erase")
@@ -56,6 +57,18 @@ class Eraser:
         memories = await self.repo.delete_memories(ids)
         usage = await self.repo.delete_usage(user_id) if project_id is None else 0
         receipt = EraseReceipt(user_id, project_id, memories, messages, events, proposals, usage)
+        # The scope keeps no audit trail, but webhooks still hear of the erase (ids only, no content).
+        await WebhookStore(self.ctx.session, self.ctx.tenant).enqueue(
+            EventKind.ERASED,
+            {
+                "user_id": user_id,
+                "project_id": project_id,
+                "kind": EventKind.ERASED,
+                "actor": self.ctx.actor,
+                "at": self.ctx.clock.now().isoformat(),
+                "details": {"scope": "project" if project_id is not None else "user", "memories": memories},
+            },
+        )
         log.info(
             "erased",
             scope="project" if project_id is not None else "user",

@@ -119,6 +119,26 @@ class EventRecorder:
         query = select(MemoryEvent).where(scope_clause(scope, table="memory_events"))
         return await keyset_page(self.session, query, MemoryEvent, keyset)
 
+    async def since(
+        self,
+        after_id: int,
+        user_id: str | None,
+        limit: int,
+        *,
+        upto: int | None = None,
+        exclude: Sequence[int] = (),
+    ) -> list[MemoryEvent]:
+        """Events with an id above `after_id` (and at most `upto`, and not in `exclude`), oldest first,
+        of one user or all (the live stream)."""
+        query = select(MemoryEvent).where(MemoryEvent.tenant_id == self.tenant, MemoryEvent.id > after_id)
+        if upto is not None:
+            query = query.where(MemoryEvent.id <= upto)
+        if exclude:
+            query = query.where(MemoryEvent.id.not_in(list(exclude)))
+        if user_id is not None:
+            query = query.where(MemoryEvent.user_id == user_id)
+        return list((await self.session.scalars(query.order_by(MemoryEvent.id).limit(limit))).all())
+
     async def scrub(self, memory_id: uuid.UUID) -> int:
         """Keep the trail of one erased memory (kind, actor, time) but not what it said."""
         result = await self.session.execute(

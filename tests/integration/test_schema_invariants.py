@@ -49,7 +49,16 @@ async def test_the_check_fails_on_a_tenant_table_whose_keys_do_not_start_with_te
     assert Violation("notes", "primary key", "notes_pkey", ("id", "tenant_id")) in found
 
 
-TENANT_TABLES = ("memories", "memory_access", "memory_events", "dream_proposals", "messages", "usage_events")
+TENANT_TABLES = (
+    "memories",
+    "memory_access",
+    "memory_events",
+    "dream_proposals",
+    "messages",
+    "usage_events",
+    "webhooks",
+    "webhook_deliveries",
+)
 _TABLE = re.compile(r"\b(" + "|".join(TENANT_TABLES) + r")\b")
 
 
@@ -96,6 +105,10 @@ async def test_every_statement_on_a_tenant_table_filters_or_writes_tenant_id(
             ("post", "/v1/dream", {"user_id": "u"}),
             ("get", "/v1/dream/proposals?user_id=u", None),
             ("get", "/v1/export?user_id=u", None),
+            # A kind this test never records: nothing is queued for the (unreachable) address.
+            ("post", "/v1/webhooks", {"url": "https://93.184.215.14/hook", "event_types": ["reembedded"]}),
+            ("get", "/v1/webhooks", None),
+            ("get", "/v1/webhooks/dead-letters", None),
             ("post", "/v1/users/u/erase", {}),
         ]
         for method, path, body in calls:

@@ -19,5 +19,6 @@ def test_settings(db: TestDatabase, data_dir: Path) -> Settings:
         db_pool_size=20,
         db_max_overflow=40,
         reinforce_interval_s=0,  # deterministic store snapshots; batched mode: test_reinforcement.py
-        spare_keyword_min_rows=0,  # every recall's text half on a spare connection when one is free
+        spare_keyword_min_rows=0,
+        webhook_interval_s=0,  # deliveries run where a test starts a deliverer (test_webhooks.py)  # every recall's text half on a spare connection when one is free
     )

@@ -34,6 +34,7 @@ LAYERS = {
     "app.dream": 8,
     "app.portability": 8,
     "app.privacy": 8,
+    "app.webhooks": 8,
     "app.memory": 7,
     "app.context": 6,
     "app.store": 5,

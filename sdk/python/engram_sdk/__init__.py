@@ -32,6 +32,7 @@ from engram_sdk.models import (
 from engram_sdk.operations import routes
 from engram_sdk.requests import ForgetFilter, Message, NewMemory
 from engram_sdk.retry import NO_RETRY, RetryPolicy
+from engram_sdk.webhooks import verify_signature
 
 __all__ = [
     "NO_RETRY",
@@ -66,4 +67,5 @@ __all__ = [
     "ValidationError",
     "__version__",
     "routes",
+    "verify_signature",
 ]

@@ -15,7 +15,17 @@ from typing import Self, TypeVar
 import httpx
 import msgspec
 
-from engram_sdk._exchange import DEFAULT_TIMEOUT_S, ClientConfig, Exchange, Pause, exchange
+from engram_sdk._exchange import (
+    DEFAULT_TIMEOUT_S,
+    ClientConfig,
+    EventLines,
+    Exchange,
+    Pause,
+    decode_event,
+    exchange,
+    stream_request,
+)
+from engram_sdk.errors import error_from_response
 from engram_sdk.models import Page
 from engram_sdk.requests import Request
 from engram_sdk.retry import RetryPolicy
@@ -90,6 +100,21 @@ class SyncClient(_Client):
             yield from page.items
             current = following(current, page)
 
+    def _events(self, request: Request[T]) -> Iterator[T]:
+        """Each event of a server-sent stream, decoded, until the server closes it (no reconnect)."""
+        response = self._http.send(stream_request(self._config, request), stream=True)
+        try:
+            if response.status_code != 200:
+                response.read()
+                raise error_from_response(response)
+            lines = EventLines()
+            for line in response.iter_lines():
+                data = lines.feed(line)
+                if data is not None:
+                    yield decode_event(request, data)
+        finally:
+            response.close()
+
     def close(self) -> None:
         if self._owns_http:
             self._http.close()
@@ -148,6 +173,21 @@ class AsyncClient(_Client):
             for item in page.items:
                 yield item
             current = following(current, page)
+
+    async def _events(self, request: Request[T]) -> AsyncIterator[T]:
+        """Each event of a server-sent stream, decoded, until the server closes it (no reconnect)."""
+        response = await self._http.send(stream_request(self._config, request), stream=True)
+        try:
+            if response.status_code != 200:
+                await response.aread()
+                raise error_from_response(response)
+            lines = EventLines()
+            async for line in response.aiter_lines():
+                data = lines.feed(line)
+                if data is not None:
+                    yield decode_event(request, data)
+        finally:
+            await response.aclose()
 
     async def aclose(self) -> None:
         if self._owns_http:

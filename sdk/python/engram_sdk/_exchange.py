@@ -135,3 +135,34 @@ def exchange(config: ClientConfig, request: Request[T]) -> Exchange[T]:
                 raise error_from_response(response)
         yield Pause(wait)
         attempt += 1
+
+
+class EventLines:
+    """A server-sent events parser: feed it lines, get each event's data when the event ends."""
+
+    def __init__(self) -> None:
+        self._data: list[str] = []
+
+    def feed(self, line: str) -> str | None:
+        if line == "":
+            data, self._data = self._data, []
+            return "\n".join(data) if data else None
+        if line.startswith(":"):
+            return None  # a comment (keep-alive)
+        name, _, value = line.partition(":")
+        if name == "data":
+            self._data.append(value[1:] if value.startswith(" ") else value)
+        return None
+
+
+def stream_request(config: ClientConfig, request: Request[Any]) -> httpx.Request:
+    outgoing = build_request(config, request)
+    outgoing.headers["accept"] = "text/event-stream"
+    return outgoing
+
+
+def decode_event(request: Request[T], data: str) -> T:
+    try:
+        return msgspec.json.decode(data, type=result_type(type(request)))  # type: ignore[no-any-return]
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise UnexpectedResponseError(f"{request.route.path}: an event does not decode ({exc})") from exc

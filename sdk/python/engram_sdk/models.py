@@ -406,3 +406,52 @@ ProposalPage = Page[Proposal]
 EventPage = Page[Event]
 UserPage = Page[User]
 ProjectPage = Page[Project]
+
+
+# --- change events --------------------------------------------------------------------------------------
+
+
+class Webhook(Model):
+    id: uuid.UUID
+    url: str
+    description: str | None
+    event_types: list[str]  # empty: every kind
+    active: bool
+    created_at: datetime
+
+
+class WebhookCreated(Model):
+    webhook: Webhook
+    secret: str  # shown once: verify `Engram-Signature` with it (`engram_sdk.verify_signature`)
+
+
+class WebhookList(Model):
+    items: list[Webhook]
+
+
+class Delivery(Model):
+    id: int
+    webhook_id: uuid.UUID
+    event_id: int
+    kind: str
+    event: dict[str, Any]
+    state: str  # pending | delivered | dead
+    attempts: int
+    next_attempt_at: datetime
+    last_attempt_at: datetime | None
+    last_status: int | None
+    last_error: str | None
+    delivered_at: datetime | None
+    created_at: datetime
+
+
+class ChangeEvent(Model):
+    """One change event, as a webhook receives it and the stream sends it (no memory content)."""
+
+    id: int  # stable across retries: deduplicate on it
+    type: str  # memory.<kind>
+    created_at: str | None
+    data: dict[str, Any]
+
+
+DeliveryPage = Page[Delivery]

@@ -83,6 +83,22 @@ class Pages(Operation[P, Page[T]]):
         return f"Every item, page after page: {self.request.__doc__}"
 
 
+class Events(Operation[P, T]):
+    """An iterator over a server-sent event stream, each event decoded, until the connection ends."""
+
+    @overload  # type: ignore[override]
+    def __get__(self, client: None, owner: type[Any]) -> Events[P, T]: ...
+    @overload
+    def __get__(self, client: SyncClient, owner: type[Any]) -> Callable[P, Iterator[T]]: ...
+    @overload
+    def __get__(self, client: AsyncClient, owner: type[Any]) -> Callable[P, AsyncIterator[T]]: ...
+    def __get__(self, client: Any, owner: type[Any]) -> Any:
+        return super().__get__(client, owner)
+
+    def _run(self, client: Any, request: Request[T]) -> Any:
+        return client._events(request)
+
+
 class Operations:
     """Every operation of the API (`GET /schema/openapi.json`), shared by `Engram` and `AsyncEngram`."""
 
@@ -130,6 +146,14 @@ class Operations:
     approve_proposal = Operation(r.ApproveProposal)
     reject_proposal = Operation(r.RejectProposal)
     apply_proposals = Operation(r.ApplyProposals)
+    # change events
+    create_webhook = Operation(r.CreateWebhook)
+    list_webhooks = Operation(r.ListWebhooks)
+    delete_webhook = Operation(r.DeleteWebhook)
+    list_dead_letters = Operation(r.ListDeadLetters)
+    iter_dead_letters = Pages(r.ListDeadLetters)
+    redeliver = Operation(r.Redeliver)
+    stream_events = Events(r.StreamEvents)
     # service
     health = Operation(r.GetHealth)
     ready = Operation(r.GetReady)

@@ -18,7 +18,10 @@ import msgspec
 from engram_sdk.models import (
     ApplyResult,
     BatchResult,
+    ChangeEvent,
     ChatResult,
+    Delivery,
+    DeliveryPage,
     DreamResult,
     EraseReceipt,
     EventPage,
@@ -46,6 +49,9 @@ from engram_sdk.models import (
     Usage,
     UsageSeries,
     UserPage,
+    Webhook,
+    WebhookCreated,
+    WebhookList,
 )
 
 T = TypeVar("T")
@@ -430,3 +436,52 @@ class GetReady(Request[Readiness]):
     """Readiness: database reachable and migrations current (a 503 is an answer here, not an error)."""
 
     route = Route("GET", "/ready", accept=frozenset({200, 503}))
+
+
+# --- change events --------------------------------------------------------------------------------------
+
+
+class CreateWebhook(Request[WebhookCreated]):
+    """Send this tenant's change events to `url`, signed; the secret is in the answer, once."""
+
+    route = Route("POST", "/v1/webhooks")
+    url: str
+    description: str | None = None
+    event_types: list[str] | None = None  # event kinds (`created`, `forgotten`, ...); none: every kind
+
+
+class ListWebhooks(Request[WebhookList]):
+    """The tenant's webhooks (never their secrets)."""
+
+    route = Route("GET", "/v1/webhooks")
+
+
+class DeleteWebhook(Request[Webhook]):
+    """Delete a webhook and what it still had to deliver."""
+
+    route = Route("DELETE", "/v1/webhooks/{webhook_id}")
+    webhook_id: Id
+
+
+class ListDeadLetters(Request[DeliveryPage]):
+    """Deliveries that failed every attempt, newest first (of one webhook, or all)."""
+
+    route = Route("GET", "/v1/webhooks/dead-letters")
+    webhook_id: Id | None = None
+    limit: int | None = None
+    cursor: str | None = None
+
+
+class Redeliver(Request[Delivery]):
+    """Queue a dead letter again with a fresh set of attempts (the same event id)."""
+
+    route = Route("POST", "/v1/webhooks/dead-letters/{delivery_id}/redeliver")
+    delivery_id: int
+
+
+class StreamEvents(Request[ChangeEvent]):
+    """The tenant's change events as they happen (server-sent events), after event `after` if given."""
+
+    route = Route("GET", "/v1/events/stream")
+    user_id: str | None = None
+    after: int | None = None
