@@ -230,3 +230,22 @@ async def test_export_from_one_tenant_imports_into_another(served: str, new_tena
     assert "Next.js" in recall["context"]
     assert "React" not in recall["context"]
     assert timeline["items"]
+
+
+async def test_malformed_requests_are_4xx_never_500(served: str, new_tenant: NewTenant) -> None:
+    _, key = await new_tenant()
+    auth = {"Authorization": f"Bearer {key}"}
+    async with httpx.AsyncClient(base_url=served, timeout=30) as plain:
+        statuses = [
+            (await plain.post("/mcp", content=b"{not json", headers={**MCP_HEADERS, **auth})).status_code,
+            (await plain.post("/mcp", content=b"[]", headers={**MCP_HEADERS, **auth})).status_code,
+            (
+                await plain.post("/mcp", json=INITIALIZE, headers={**auth, "Content-Type": "text/plain"})
+            ).status_code,
+            (await plain.get("/mcp", headers={**MCP_HEADERS, **auth})).status_code,
+            (await plain.delete("/mcp", headers={**MCP_HEADERS, **auth})).status_code,
+            (
+                await plain.post("/mcp", content=b"x" * (2 * 1024 * 1024), headers={**MCP_HEADERS, **auth})
+            ).status_code,
+        ]
+    assert all(400 <= s < 500 for s in statuses), statuses
