@@ -8,6 +8,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from advanced_alchemy.extensions.litestar import AsyncSessionConfig, SQLAlchemyAsyncConfig, SQLAlchemyPlugin
 from litestar import Litestar
 from litestar.datastructures import State
+from litestar.types import Middleware
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.agent.providers.base import ChatProvider
@@ -38,6 +39,7 @@ from app.lib.logging import configure_logging
 from app.lib.metrics import Metrics
 from app.lib.settings import Settings
 from app.lib.tokens import TokenCounter
+from app.lib.tracing import Tracing
 from app.mcp.http import McpHttp
 from app.memory.maintenance import service_maintenance
 from app.state import Services
@@ -104,6 +106,13 @@ def create_app(
     metrics.watch_pool("request", engine)
     if services.spare is not None:
         metrics.watch_pool("spare", services.spare.engine)
+    # Outermost but for the metrics (the plugin puts theirs first): the request span holds the access log.
+    middleware: list[Middleware] = [access_log_middleware]
+    shutdown: list[Callable[[], None]] = []
+    if settings.otel_endpoint:
+        tracing = Tracing.configure(settings.otel_endpoint, settings.otel_service_name)
+        middleware.insert(0, tracing.middleware)
+        shutdown.append(tracing.shutdown)
     db_config = SQLAlchemyAsyncConfig(
         engine_instance=engine,
         session_config=AsyncSessionConfig(expire_on_commit=False),
@@ -115,8 +124,9 @@ def create_app(
         plugins=[SQLAlchemyPlugin(config=db_config), OperationsPlugin(metrics)],
         dependencies=DEPENDENCIES,
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
-        middleware=[access_log_middleware],
+        middleware=middleware,
         lifespan=[_lifespan(services, engine, on_shutdown, serving=serving), mcp.lifespan],
+        on_shutdown=shutdown,
         state=State({"services": services, "engine": engine}),
         request_max_body_size=settings.max_body_bytes,
         request_class=StrictJSONRequest,

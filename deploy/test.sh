@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
-.venv/bin/python -m pip install -q --disable-pip-version-check -c deploy/constraints.txt -e '.[dev,local,bench]' \
+.venv/bin/python -m pip install -q --disable-pip-version-check -c deploy/constraints.txt -e '.[dev,local,bench,otel]' \
   -e sdk/python
 # browser tests: chromium
 # tests/browser drive Debian's chromium through Playwright (which cannot download a browser here). Without

@@ -35,6 +35,8 @@ from prometheus_client import (
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.lib.tracing import trace_model_call, trace_recall
+
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 _SECONDS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _STAGE_SECONDS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
@@ -204,6 +206,7 @@ def observe_recall(
     latency_ms: Mapping[str, float], *, candidates: int, memories: int, tokens_used: int, plan: str
 ) -> None:
     """Called by the recall engine with each recall's stage timings and sizes."""
+    trace_recall(latency_ms, candidates=candidates, memories=memories, tokens_used=tokens_used, plan=plan)
     metrics = _current.get()
     if metrics is None:
         return
@@ -219,6 +222,7 @@ def observe_model_call(
     kind: str, model: str, prompt_tokens: int, completion_tokens: int, latency_ms: float
 ) -> None:
     """Called for every model call (the usage meter's records, the embedder's calls)."""
+    trace_model_call(kind, model, prompt_tokens, completion_tokens, latency_ms)
     metrics = _current.get()
     if metrics is None:
         return

@@ -183,6 +183,9 @@ class Settings(BaseSettings):
     workers: int = Field(default=0, ge=0)  # `engram serve` worker processes; 0: one per CPU
     log_level: str = "INFO"
     log_json: bool = True
+    # OpenTelemetry: an OTLP/HTTP traces endpoint (e.g. http://collector:4318/v1/traces); empty: no tracing.
+    otel_endpoint: str = ""
+    otel_service_name: str = "engram"
 
     def resolved_embedder(self, local_available: bool) -> EmbedderName:
         """Which embedder `auto` means here: a configured endpoint, else the local model, else hashing."""
