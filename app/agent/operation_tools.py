@@ -117,6 +117,13 @@ def _own(env: ToolEnv, user_id: str, what: str, the_id: uuid.UUID) -> None:
         raise NotFound(f"{what} {the_id} not found")
 
 
+async def _own_proposal(env: ToolEnv, proposal_id: uuid.UUID) -> None:
+    found = await env.ctx.store.proposals.get(proposal_id)
+    if found is None:
+        raise NotFound(f"proposal {proposal_id} not found")
+    _own(env, found.user_id, "proposal", proposal_id)
+
+
 async def history(env: ToolEnv, calls: list[HistoryArgs]) -> list[ToolResult]:
     async def one(args: HistoryArgs) -> ToolResult:
         memory = await env.memory.get(args.memory_id)
@@ -202,10 +209,7 @@ async def proposals(env: ToolEnv, calls: list[ProposalsArgs]) -> list[ToolResult
 def _decide(name: str, verdict: Literal["approve", "reject"]) -> Any:
     async def run(env: ToolEnv, calls: list[DecideArgs]) -> list[ToolResult]:
         async def one(args: DecideArgs) -> ToolResult:
-            found = await env.ctx.store.proposals.get(args.proposal_id)
-            if found is None:
-                raise NotFound(f"proposal {args.proposal_id} not found")
-            _own(env, found.user_id, "proposal", args.proposal_id)
+            await _own_proposal(env, args.proposal_id)
             decided = await _dreams(env).decide(args.proposal_id, approve=verdict == "approve")
             return ToolResult({"tool": name, "proposal": _proposal(decided)})
 
@@ -220,7 +224,12 @@ reject = _decide("reject_proposal", "reject")
 
 async def apply(env: ToolEnv, calls: list[ApplyArgs]) -> list[ToolResult]:
     async def one(args: ApplyArgs) -> ToolResult:
-        report = await _dreams(env).apply(user_id=env.scope.user_id, proposal_ids=args.proposal_ids)
+        if args.proposal_ids is None:
+            report = await _dreams(env).apply(user_id=env.scope.user_id)
+        else:  # the service applies ids tenant-wide: each must be the session user's
+            for proposal_id in args.proposal_ids:
+                await _own_proposal(env, proposal_id)
+            report = await _dreams(env).apply(proposal_ids=args.proposal_ids)
         return ToolResult({"tool": "apply", **_plain(report)})
 
     return await each("apply", calls, one)

@@ -21,7 +21,7 @@ from urllib.parse import parse_qs
 
 from litestar import Litestar
 from litestar.handlers import ASGIRouteHandler, asgi
-from litestar.types import Receive, Scope, Send
+from litestar.types import HTTPResponseBodyEvent, HTTPResponseStartEvent, Receive, Scope, Send
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
@@ -72,6 +72,18 @@ def _requested_user(scope: Scope) -> str | None:
     return query["user_id"][0] if query.get("user_id") else None
 
 
+async def _no_stream(send: Send) -> None:
+    body = b'{"error": "method_not_allowed", "detail": "POST JSON-RPC messages to /mcp; it offers no stream"}'
+    start: HTTPResponseStartEvent = {
+        "type": "http.response.start",
+        "status": 405,
+        "headers": [(b"content-type", b"application/json"), (b"allow", b"POST, DELETE")],
+    }
+    end: HTTPResponseBodyEvent = {"type": "http.response.body", "body": body, "more_body": False}
+    await send(start)
+    await send(end)
+
+
 class McpHttp:
     """The mounted MCP app of one Litestar app: its route handler and its lifespan."""
 
@@ -99,6 +111,11 @@ class McpHttp:
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         scope["path_template"] = PATH  # the access log's and the metrics' route (the mount set "/")
+        if scope.get("method") == "GET":
+            # Stateless: there is no server-to-client stream to open; the SDK would hold the GET open
+            # forever. The transport's answer for "no SSE stream here" is a 405.
+            await _no_stream(send)
+            return
         token = _USER.set(_requested_user(scope))
         try:
             await self.app(scope, receive, send)  # type: ignore[arg-type]

@@ -181,3 +181,71 @@ async def test_two_workers_serve_mcp(database: TestDatabase, tmp_path: Path, new
         if s.name == "engram_http_requests_total"
     }
     assert "/mcp" in routes
+
+
+async def test_dream_approve_and_apply_over_mcp_for_the_session_user_only(
+    served: str, new_tenant: NewTenant
+) -> None:
+    _, key = await new_tenant()
+    coffee = {"content": "I drink coffee every morning", "type": "preference", "subject": "coffee"}
+    again = {"content": "Every morning I drink coffee", "type": "preference", "subject": "morning routine"}
+    async with mcp_over_http(served, key, user="u") as client:
+        a = structured(await client.call_tool("remember", coffee))
+        b = structured(await client.call_tool("remember", again))
+        dreamt = structured(await client.call_tool("dream", {}))
+        [merge] = [p for p in dreamt["proposals"] if p["kind"] == "merge"]
+        assert sorted(merge["target_ids"]) == sorted([a["id"], b["id"]])
+        async with mcp_over_http(served, key, user="someone-else") as other:
+            refused = tool_error(await other.call_tool("approve_proposal", {"proposal_id": merge["id"]}))
+            nothing = structured(await other.call_tool("apply", {}))
+        approved = structured(await client.call_tool("approve_proposal", {"proposal_id": merge["id"]}))
+        async with mcp_over_http(served, key, user="someone-else") as other:
+            stolen = tool_error(await other.call_tool("apply", {"proposal_ids": [merge["id"]]}))
+        report = structured(await client.call_tool("apply", {"proposal_ids": [merge["id"]]}))
+        listed = structured(await client.call_tool("list_proposals", {"status": "applied"}))
+        again_rejected = tool_error(await client.call_tool("reject_proposal", {"proposal_id": merge["id"]}))
+        recall = structured(await client.call_tool("recall", {"query": "coffee in the morning"}))
+    assert refused["error"] == "not_found"
+    assert nothing["applied"] == 0
+    assert stolen["error"] == "not_found"
+    assert approved["proposal"]["status"] == "approved"
+    assert (report["applied"], report["merged"]) == (1, 1)
+    assert [p["id"] for p in listed["items"]] == [merge["id"]]
+    assert again_rejected["error"] == "conflict"
+    assert [m["id"] for m in recall["memories"]] == [report["results"][0]["memory_id"]]
+
+
+async def test_export_from_one_tenant_imports_into_another(served: str, new_tenant: NewTenant) -> None:
+    _, first = await new_tenant()
+    _, second = await new_tenant()
+    async with mcp_over_http(served, first, user="alice") as a:
+        structured(await a.call_tool("remember", REACT))
+        structured(await a.call_tool("remember", NEXTJS))
+        exported = structured(await a.call_tool("export", {}))["document"]
+    async with mcp_over_http(served, second, user="alice") as b:
+        imported = structured(await b.call_tool("import", {"document": exported}))
+        recall = structured(await b.call_tool("recall", QUESTION))
+        timeline = structured(await b.call_tool("timeline", {"limit": 5}))
+    assert imported["imported"] == 2
+    assert "Next.js" in recall["context"]
+    assert "React" not in recall["context"]
+    assert timeline["items"]
+
+
+async def test_malformed_requests_are_4xx_never_500(served: str, new_tenant: NewTenant) -> None:
+    _, key = await new_tenant()
+    auth = {"Authorization": f"Bearer {key}"}
+    async with httpx.AsyncClient(base_url=served, timeout=30) as plain:
+        statuses = [
+            (await plain.post("/mcp", content=b"{not json", headers={**MCP_HEADERS, **auth})).status_code,
+            (await plain.post("/mcp", content=b"[]", headers={**MCP_HEADERS, **auth})).status_code,
+            (
+                await plain.post("/mcp", json=INITIALIZE, headers={**auth, "Content-Type": "text/plain"})
+            ).status_code,
+            (await plain.get("/mcp", headers={**MCP_HEADERS, **auth})).status_code,
+            (await plain.delete("/mcp", headers={**MCP_HEADERS, **auth})).status_code,
+            (
+                await plain.post("/mcp", content=b"x" * (2 * 1024 * 1024), headers={**MCP_HEADERS, **auth})
+            ).status_code,
+        ]
+    assert all(400 <= s < 500 for s in statuses), statuses
