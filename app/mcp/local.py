@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -16,6 +17,7 @@ from sqlalchemy.orm.exc import StaleDataError
 
 from app.agent.catalogue import Tool, ToolEnv, ToolResult, ToolScope
 from app.agent.tooling import Arguments
+from app.api.limits import release_admission
 from app.embeddings.base import EmbeddingError
 from app.lib.errors import Conflict, ServiceUnavailable, ValidationFailed
 from app.lib.logging import get_logger
@@ -77,19 +79,48 @@ class LocalRunner:
 
     async def _run(self, tool: Tool, arguments: Arguments, caller: Caller) -> ToolResult:
         services = self.services
-        async with self.sessions() as session, session.begin():
-            principal = await authenticate(session, f"Bearer {caller.key}")
-            ctx = services.context(session, principal.tenant, f"key:{principal.key_id}")
-            scope = ToolScope(
-                user_id=caller.user_id,
-                project_id=None,
-                session_id=None,
-                source_model=SOURCE_MODEL,
-                source_message_id=None,
-                token_budget=services.settings.default_token_budget,
-            )
-            env = ToolEnv(ctx, MemoryService(ctx), scope, chat=services.chat)
-            [result] = await tool.run(env, [arguments])
-            if result.error is not None:
-                raise _Refused(result)
-            return result
+        limiter = services.limiter
+        slots = limiter.defaults.concurrent_requests if limiter is not None else None
+        admitted: dict[str, Any] = {}  # what releases the call's fair share, as a request's scope state
+        async with self.sessions() as session:
+            try:
+                result = await self._call(session, tool, arguments, caller, slots, admitted)
+            except BaseException:
+                await session.rollback()
+                raise
+            else:
+                await session.commit()
+            finally:
+                release_admission(admitted)
+        return result
+
+    async def _call(
+        self,
+        session: AsyncSession,
+        tool: Tool,
+        arguments: Arguments,
+        caller: Caller,
+        slots: int | None,
+        admitted: dict[str, Any],
+    ) -> ToolResult:
+        """The call inside its unit of work: admitted under the tenant's limits like a REST request
+        (rate, concurrency, fair share; quotas through the context), then run."""
+        services = self.services
+        principal = await authenticate(session, f"Bearer {caller.key}", slots)
+        limits = None
+        if services.limiter is not None:
+            limits = (await services.limiter.admit(session, principal, admitted)).limits
+        ctx = services.context(session, principal.tenant, f"key:{principal.key_id}", limits)
+        scope = ToolScope(
+            user_id=caller.user_id,
+            project_id=None,
+            session_id=None,
+            source_model=SOURCE_MODEL,
+            source_message_id=None,
+            token_budget=services.settings.default_token_budget,
+        )
+        env = ToolEnv(ctx, MemoryService(ctx), scope, chat=services.chat)
+        [result] = await tool.run(env, [arguments])
+        if result.error is not None:
+            raise _Refused(result)
+        return result
