@@ -10,7 +10,7 @@ from typing import Annotated
 from litestar import Controller, Request, delete, get, post
 from litestar.datastructures import State
 from litestar.di import NamedDependency
-from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody
+from litestar.params import FromPath, FromQuery, HeaderParameter, JSONBody, Parameter
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
 from app.api.guards import require_bearer
@@ -29,6 +29,10 @@ from app.webhooks import stream
 from app.webhooks.service import WebhookService
 
 Hooks = NamedDependency[WebhookService]
+# Ids of deliveries and events are PostgreSQL bigints: a larger number is a 422, not an overflow.
+BIGINT_MAX = 2**63 - 1
+DeliveryId = Annotated[int, Parameter(ge=1, le=BIGINT_MAX)]
+EventIdQuery = Annotated[int | None, Parameter(ge=0, le=BIGINT_MAX)]
 LastEventId = Annotated[str | None, HeaderParameter(name="last-event-id", required=False, max_length=20)]
 
 
@@ -65,7 +69,7 @@ class WebhookController(Controller):
         return DeliveryPage(items=[DeliveryOut.of(d) for d in page.items], next_cursor=page.next_cursor)
 
     @post("/dead-letters/{delivery_id:int}/redeliver", status_code=200)
-    async def redeliver(self, delivery_id: FromPath[int], webhooks: Hooks) -> DeliveryOut:
+    async def redeliver(self, delivery_id: FromPath[DeliveryId], webhooks: Hooks) -> DeliveryOut:
         return DeliveryOut.of(await webhooks.redeliver(delivery_id))
 
 
@@ -81,7 +85,7 @@ class EventStreamController(Controller):
         state: State,
         principal: NamedDependency[Principal],
         user_id: MaybeIdent = None,
-        after: FromQuery[int | None] = None,
+        after: FromQuery[EventIdQuery] = None,
         last_event_id: LastEventId = None,
     ) -> ServerSentEvent:
         """The tenant's change events as they happen (after `Last-Event-ID`, or `after`, when given)."""
@@ -99,7 +103,7 @@ class EventStreamController(Controller):
 def _event_id(header: str | None) -> int | None:
     if header is None or not header.strip():
         return None
-    if not header.strip().isdigit():
+    if not header.strip().isdigit() or int(header.strip()) > BIGINT_MAX:
         raise ValidationFailed("Last-Event-ID must be an event id this stream sent")
     return int(header.strip())
 
