@@ -97,19 +97,24 @@ class WriteStore:
             vector_type, embedding = f"vector({dim})", f"embedding::vector({dim})"
             model_filter = f"embed_model = {model_literal(embed_model)}"
             await use_hnsw_scan(self.session, ef_search)
+        # The nearest rows are found once (`nn`, materialised) and then fetched by primary key: joining
+        # the lateral search to `memories` let the planner, misled by a fast-growing scope's stale
+        # estimates, run the search once per row of the tenant (394 rows: 265 ms instead of 0.3).
         sql = text(
             f"""WITH q AS MATERIALIZED (
                     SELECT ord, mtype, subject, CAST(vec AS {vector_type}) AS vec
                     FROM unnest(CAST(:ords AS int[]), CAST(:types AS text[]), CAST(:subjects AS text[]),
                                 CAST(:vecs AS text[])) AS t(ord, mtype, subject, vec))
-                SELECT {MEMORY_SQL}, q.ord AS ord, 1 - nn.distance AS cosine
-                FROM q CROSS JOIN LATERAL (
-                    SELECT id, {embedding} <=> q.vec AS distance FROM memories
-                    WHERE {scope_sql(scope, live=True)} AND type = q.mtype AND {model_filter}
-                      AND embedding IS NOT NULL
-                      AND (q.subject IS NULL OR subject IS NULL OR subject = q.subject)
-                    ORDER BY distance LIMIT 1) nn
-                JOIN memories m ON m.tenant_id = :tenant AND m.id = nn.id {ACCESS_JOIN}"""
+                , nn AS MATERIALIZED (
+                    SELECT q.ord, x.id, x.distance FROM q CROSS JOIN LATERAL (
+                        SELECT id, {embedding} <=> q.vec AS distance FROM memories
+                        WHERE {scope_sql(scope, live=True)} AND type = q.mtype AND {model_filter}
+                          AND embedding IS NOT NULL
+                          AND (q.subject IS NULL OR subject IS NULL OR subject = q.subject)
+                        ORDER BY distance LIMIT 1) x)
+                SELECT {MEMORY_SQL}, nn.ord AS ord, 1 - nn.distance AS cosine
+                FROM memories m JOIN nn ON nn.id = m.id {ACCESS_JOIN}
+                WHERE m.tenant_id = :tenant AND m.id = ANY (ARRAY(SELECT id FROM nn))"""
         ).columns(*MEMORY_ATTRIBUTES, column("ord", Integer), column("cosine", Float))
         params = {
             **scope_params(scope),
