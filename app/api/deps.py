@@ -12,7 +12,7 @@ from litestar.di import NamedDependency, Provide
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.agent.service import AgentService
-from app.api.limits import ADMISSION_KEY, release_admission
+from app.api.limits import ADMISSION_KEY, release_admission, yielding
 from app.context import RequestContext
 from app.dream.service import DreamService
 from app.memory.service import MemoryService
@@ -44,7 +44,7 @@ async def provide_transaction(
     else:
         await db_session.commit()
     finally:
-        release_admission(request.scope["state"])  # the tenant's fair share, after the commit
+        release_admission(request.scope["state"])  # the worker's turn, after the commit
 
 
 async def provide_principal(
@@ -80,16 +80,22 @@ async def provide_memory_service(context: Context) -> MemoryService:
     return MemoryService(context)
 
 
-async def provide_agent_service(state: State, context: Context) -> AgentService:
+async def provide_agent_service(
+    request: Request[object, object, State], state: State, context: Context
+) -> AgentService:
     chat, offline = services_of(state).require_chat()
+    chat = yielding(chat, request.scope["state"])  # a remote model's wait is not this worker's work
     await context.ensure_tokens()  # chat and extract call a model: not past the tenant's daily tokens
     request_id = structlog.contextvars.get_contextvars().get("request_id")
     return AgentService(context, chat, offline, request_id)
 
 
-async def provide_dream_service(state: State, context: Context) -> DreamService:
+async def provide_dream_service(
+    request: Request[object, object, State], state: State, context: Context
+) -> DreamService:
     """Dreams ask the app's model, when it has an online one."""
-    return DreamService(context, services_of(state).chat)
+    chat = services_of(state).chat
+    return DreamService(context, yielding(chat, request.scope["state"]) if chat is not None else None)
 
 
 async def provide_timeline(context: Context) -> Timeline:

@@ -1,12 +1,13 @@
-"""Admission of an authenticated request: the tenant's request bucket, its fair share of this process's
-pool, and one of its concurrency slots, in that order (app/store/limits.py holds the SQL).
+"""Admission of an authenticated request: the tenant's request bucket, a turn of this worker, and one of
+the tenant's concurrency slots, in that order (app/store/limits.py holds the SQL).
 
 1. Bucket: one statement on an autocommit connection of a small pool of its own (the request's
    transaction would hold the bucket row's lock to its end and serialise the tenant's requests).
    Empty: 429 `rate_limited` with Retry-After.
-2. Fair share (per process, `tenant_pool_share`): a tenant holds at most that share of the request
-   pool's connections. A request past it hands its connection back before it waits, so the tenant's
-   queue holds no connection and another tenant's request still finds one.
+2. Turn (per worker, `worker_slots`, app/lib/fairness.py): at most that many requests of the worker
+   work at once; a freed slot goes to the waiting tenant with the fewest in flight. A request that must
+   wait hands its connection back first, so waiting requests hold none. None within `limit_queue_s`:
+   429 `concurrency_limited`. A remote model call hands the turn back while it waits (`yielding`).
 3. Concurrency slot (every process, `concurrent_requests`): an advisory lock of the request's own
    transaction. None free: the request waits (without its connection) up to `limit_queue_s`, then
    429 `concurrency_limited`.
@@ -15,17 +16,18 @@ pool, and one of its concurrency slots, in that order (app/store/limits.py holds
 from __future__ import annotations
 
 import asyncio
-import math
 import random
 import time
-from collections.abc import Callable, MutableMapping
-from dataclasses import dataclass, field
+from collections.abc import MutableMapping, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
+from app.agent.providers.base import ChatProvider, ChatTurn, Message, Tool
 from app.db.session import set_tenant
 from app.lib.errors import ConcurrencyLimited, RateLimited
+from app.lib.fairness import Turn, Turns
 from app.lib.settings import Settings
 from app.store.limits import (
     Admission,
@@ -39,7 +41,7 @@ from app.store.limits import (
 from app.tenancy.auth import Principal
 from app.tenancy.types import TenantId
 
-RELEASE_KEY = "engram.release_admission"
+TURN_KEY = "engram.turn"
 ADMISSION_KEY = "engram.admission"
 
 
@@ -52,57 +54,6 @@ def default_limits(settings: Settings) -> Limits:
     )
 
 
-def fair_share(settings: Settings) -> int:
-    """Connections of this process's request pool one tenant may hold (0: no cap)."""
-    if settings.tenant_pool_share <= 0:
-        return 0
-    return max(1, math.floor(settings.tenant_pool_share * (settings.db_pool_size + settings.db_max_overflow)))
-
-
-@dataclass(slots=True)
-class _Share:
-    semaphore: asyncio.Semaphore
-    users: int = 0  # holders and waiters: the entry goes when none is left
-
-
-@dataclass(slots=True)
-class TenantShares:
-    """Per-tenant semaphores of one process (one event loop)."""
-
-    size: int
-    _shares: dict[TenantId, _Share] = field(default_factory=dict)
-
-    def free(self, tenant: TenantId) -> bool:
-        share = self._shares.get(tenant)
-        return share is None or not share.semaphore.locked()
-
-    async def acquire(self, tenant: TenantId, wait_s: float) -> bool:
-        share = self._shares.get(tenant)
-        if share is None:
-            share = self._shares[tenant] = _Share(asyncio.Semaphore(self.size))
-        share.users += 1
-        try:
-            async with asyncio.timeout(wait_s):
-                await share.semaphore.acquire()
-        except TimeoutError:
-            self._leave(tenant, share)
-            return False
-        except BaseException:
-            self._leave(tenant, share)
-            raise
-        return True
-
-    def release(self, tenant: TenantId) -> None:
-        share = self._shares[tenant]
-        share.semaphore.release()
-        self._leave(tenant, share)
-
-    def _leave(self, tenant: TenantId, share: _Share) -> None:
-        share.users -= 1
-        if share.users == 0:
-            del self._shares[tenant]
-
-
 class Limiter:
     """The process's admission control; `engine` is the bucket's autocommit pool."""
 
@@ -111,8 +62,7 @@ class Limiter:
         self.queue_s = settings.limit_queue_s
         self.engine = engine.execution_options(isolation_level="AUTOCOMMIT")
         self._owned = engine
-        share = fair_share(settings)
-        self.shares = TenantShares(share) if share > 0 else None
+        self.turns = Turns(settings.worker_slots) if settings.worker_slots > 0 else None
         self.stored = StoredCounts()
 
     async def dispose(self) -> None:
@@ -136,14 +86,15 @@ class Limiter:
         deadline = time.monotonic() + self.queue_s
         slots = admission.limits.concurrent_requests
         holds_slot = principal.slot is not None and principal.slot > 0
-        if self.shares is not None:
-            waits = not self.shares.free(tenant)
+        if self.turns is not None:
+            waits = not self.turns.admits(tenant)
             if waits:
                 await _hand_back(session)  # the slot goes with the transaction
                 holds_slot = False
-            if not await self.shares.acquire(tenant, self.queue_s):
-                raise _busy(admission.limits)
-            state[RELEASE_KEY] = _releaser(self.shares, tenant)
+            turn = await self.turns.take(tenant, self.queue_s)
+            if turn is None:
+                raise ConcurrencyLimited(f"no turn of this worker came within {self.queue_s:g} s; retry", 1.0)
+            state[TURN_KEY] = turn
             if waits:
                 await set_tenant(session, tenant)
         if slots > 0 and not holds_slot:
@@ -152,7 +103,8 @@ class Limiter:
                 if time.monotonic() + pause > deadline:
                     raise _busy(admission.limits)
                 await _hand_back(session)
-                await asyncio.sleep(pause * (0.5 + random.random()))  # noqa: S311 (jitter, not a secret)
+                async with _paused(state.get(TURN_KEY)):  # the tenant's own wait: not the worker's work
+                    await asyncio.sleep(pause * (0.5 + random.random()))  # noqa: S311 (jitter, not a secret)
                 pause = min(pause * 2, 0.1)
                 await set_tenant(session, tenant)
         state[ADMISSION_KEY] = admission
@@ -170,22 +122,49 @@ async def _hand_back(session: AsyncSession) -> None:
     await session.rollback()
 
 
-def _releaser(shares: TenantShares, tenant: TenantId) -> Callable[[], None]:
-    released = False
-
-    def release() -> None:
-        nonlocal released
-        if not released:
-            released = True
-            shares.release(tenant)
-
-    return release
+def _paused(turn: object) -> AbstractAsyncContextManager[None]:
+    return turn.paused() if isinstance(turn, Turn) else nullcontext()
 
 
 def release_admission(state: MutableMapping[str, Any]) -> None:
-    release = state.pop(RELEASE_KEY, None)
-    if release is not None:
-        release()
+    """The request's turn back to the worker (after its commit)."""
+    turn = state.pop(TURN_KEY, None)
+    if isinstance(turn, Turn):
+        turn.release()
+
+
+class Yielding:
+    """A remote chat provider whose calls hand the request's turn back while they wait for the model."""
+
+    def __init__(self, provider: ChatProvider, turn: Turn) -> None:
+        self._provider = provider
+        self._turn = turn
+
+    @property
+    def model(self) -> str:
+        return self._provider.model
+
+    @property
+    def mode(self) -> str:
+        return self._provider.mode
+
+    async def complete(
+        self, messages: Sequence[Message], *, tools: Sequence[Tool] | None = None, json_mode: bool = False
+    ) -> ChatTurn:
+        async with self._turn.paused():
+            return await self._provider.complete(messages, tools=tools, json_mode=json_mode)
+
+    async def aclose(self) -> None:
+        await self._provider.aclose()
+
+
+def yielding(provider: ChatProvider, state: MutableMapping[str, Any]) -> ChatProvider:
+    """`provider`, handing the request's turn back during its calls unless it is the offline model
+    (which computes in this process: its work is the worker's)."""
+    turn = state.get(TURN_KEY)
+    if provider.mode == "offline" or not isinstance(turn, Turn):
+        return provider
+    return Yielding(provider, turn)
 
 
 async def usage_against_limits(session: AsyncSession, tenant: TenantId, admission: object) -> dict[str, Any]:

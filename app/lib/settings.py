@@ -196,12 +196,13 @@ class Settings(BaseSettings):
     tenant_concurrent_requests: int = Field(default=32, ge=0)  # in flight at once, all processes
     tenant_max_memories: int = Field(default=1_000_000, ge=0)  # memories stored (every status)
     tenant_tokens_per_day: int = Field(default=5_000_000, ge=0)  # model tokens over the last 24 h
-    # A request over the concurrency cap (or waiting for its fair share) waits this long for a slot
+    # A request over the concurrency cap (or waiting for a turn of its worker) waits this long for one
     # before it is refused with a 429: a short burst queues instead of failing.
     limit_queue_s: float = Field(default=5.0, ge=0)
-    # Fairness: the share of this process's request pool one tenant's requests may hold at once; the
-    # rest queue without holding a connection, so another tenant's requests still find one. 0: off.
-    tenant_pool_share: float = Field(default=0.5, ge=0, le=1)
+    # Fairness (app/lib/fairness.py): requests of one worker doing their work at once; a freed slot
+    # goes to the waiting tenant with the fewest in flight, so one tenant's load cannot queue another
+    # tenant's requests behind its own. Waiting requests hold no connection. 0: no cap.
+    worker_slots: int = Field(default=4, ge=0)
     limits_pool_size: int = Field(default=2, ge=1)  # autocommit connections for the request buckets
     # A connection has this long to send a whole request head (from when it opens, and after each
     # response); past it, it is closed (slow-header clients cannot hold connections open).
@@ -229,14 +230,14 @@ class Settings(BaseSettings):
     otel_service_name: str = "engram"
 
     def tenant_limits_enabled(self) -> bool:
-        """Whether the service admits requests at all (every limit 0 and no fair share: no admission)."""
+        """Whether the service admits requests at all (every limit 0 and no worker slots: no admission)."""
         limits = (
             self.tenant_requests_per_minute,
             self.tenant_concurrent_requests,
             self.tenant_max_memories,
             self.tenant_tokens_per_day,
         )
-        return any(limits) or self.tenant_pool_share > 0
+        return any(limits) or self.worker_slots > 0
 
     def resolved_embedder(self, local_available: bool) -> EmbedderName:
         """Which embedder `auto` means here: a configured endpoint, else the local model, else hashing."""

@@ -17,7 +17,7 @@ from sqlalchemy.orm.exc import StaleDataError
 
 from app.agent.catalogue import Tool, ToolEnv, ToolResult, ToolScope
 from app.agent.tooling import Arguments
-from app.api.limits import release_admission
+from app.api.limits import release_admission, yielding
 from app.embeddings.base import EmbeddingError
 from app.lib.errors import Conflict, ServiceUnavailable, ValidationFailed
 from app.lib.logging import get_logger
@@ -81,7 +81,7 @@ class LocalRunner:
         services = self.services
         limiter = services.limiter
         slots = limiter.defaults.concurrent_requests if limiter is not None else None
-        admitted: dict[str, Any] = {}  # what releases the call's fair share, as a request's scope state
+        admitted: dict[str, Any] = {}  # the call's turn of the worker, as a request's scope state
         async with self.sessions() as session:
             try:
                 result = await self._call(session, tool, arguments, caller, slots, admitted)
@@ -104,7 +104,7 @@ class LocalRunner:
         admitted: dict[str, Any],
     ) -> ToolResult:
         """The call inside its unit of work: admitted under the tenant's limits like a REST request
-        (rate, concurrency, fair share; quotas through the context), then run."""
+        (rate, the worker's turn, concurrency; quotas through the context), then run."""
         services = self.services
         principal = await authenticate(session, f"Bearer {caller.key}", slots)
         limits = None
@@ -119,7 +119,8 @@ class LocalRunner:
             source_message_id=None,
             token_budget=services.settings.default_token_budget,
         )
-        env = ToolEnv(ctx, MemoryService(ctx), scope, chat=services.chat)
+        chat = yielding(services.chat, admitted) if services.chat is not None else None
+        env = ToolEnv(ctx, MemoryService(ctx), scope, chat=chat)
         [result] = await tool.run(env, [arguments])
         if result.error is not None:
             raise _Refused(result)

@@ -176,6 +176,10 @@ def run_spec(spec: Spec, args: argparse.Namespace) -> dict[str, Any]:
         return asyncio.run(measure_spec(spec, args, owner_url, app_url))
 
 
+def _slots(args: argparse.Namespace) -> tuple[int, ...]:
+    return tuple(int(s) for s in args.worker_slots.split(",") if s.strip())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -199,10 +203,17 @@ def main() -> None:
         "--writers", type=int, default=48, help="tenant B's writers in the noisy-neighbour line"
     )
     parser.add_argument("--neighbour-queries", type=int, default=150, help="tenant A's recalls per phase")
+    parser.add_argument(
+        "--worker-slots",
+        default=",".join(str(s) for s in neighbour.DEFAULT_SLOTS),
+        help="ENGRAM_WORKER_SLOTS values the noisy-neighbour line compares (0: no cap)",
+    )
     args = parser.parse_args()
     if args.neighbour_only:
         with bench_database() as (owner_url, app_url):
-            result = asyncio.run(neighbour.run(owner_url, app_url, args.writers, args.neighbour_queries))
+            result = asyncio.run(
+                neighbour.run(owner_url, app_url, args.writers, args.neighbour_queries, _slots(args))
+            )
         payload = {"machine": machine(), "noisy_neighbour": result}
         write_results("perf-neighbour", payload, neighbour.render(result))
         print(neighbour.render(result))
@@ -218,7 +229,9 @@ def main() -> None:
         specs.append(Spec(f"{args.one_user // 1000}k in one user", args.one_user, 1, 1))
     results = [run_spec(spec, args) for spec in tqdm(specs, desc="datasets")]
     with bench_database() as (owner_url, app_url):  # a database of its own: two small tenants
-        noisy = asyncio.run(neighbour.run(owner_url, app_url, args.writers, args.neighbour_queries))
+        noisy = asyncio.run(
+            neighbour.run(owner_url, app_url, args.writers, args.neighbour_queries, _slots(args))
+        )
     # After the datasets, so loading torch cannot disturb a latency figure.
     embedders = asyncio.run(embedders_section(names, queries=args.queries))
     payload = {"machine": machine(), "datasets": results, "embedders": embedders, "noisy_neighbour": noisy}

@@ -1,5 +1,5 @@
 """Noisy neighbour: tenant A's recall p95 idle, and while tenant B saturates writes, with the fairness
-mechanism on (`ENGRAM_TENANT_POOL_SHARE`, the default 0.5) and off (0), in one run.
+mechanism on (`ENGRAM_WORKER_SLOTS`, the default 4, app/lib/fairness.py) and off (0), in one run.
 
     python -m bench.perf --neighbour-only [--writers 48] [--neighbour-queries 150]
 
@@ -7,7 +7,7 @@ One service process (uvicorn, the shipped pool of 10), a fresh database: A has o
 memories, B one user it writes into. For each setting: A sends recalls one after another (idle), then
 B's writers send remembers back to back while A sends the same recalls again. The ratio is A's p95
 under load over A's p95 idle (target: at most 3). Rate limits are lifted (0) so B's writers measure the
-pool's fairness, not its bucket.
+worker's fairness, not its bucket.
 """
 
 from __future__ import annotations
@@ -23,7 +23,11 @@ from bench.common import percentiles
 from bench.perf.data import Scope, TextGenerator, bulk_load
 from bench.perf.http import load, serve
 
-SHARES = {"fairness on (pool share 0.5)": "0.5", "fairness off (pool share 0)": "0"}
+DEFAULT_SLOTS = (4, 0)  # the shipped default, and no cap
+
+
+def _label(slots: int) -> str:
+    return f"{slots} worker slots" if slots else "no cap (fairness off)"
 
 
 async def _recalls(base: str, key: str, scope: Scope, queries: list[str]) -> list[float]:
@@ -46,12 +50,14 @@ async def noisy_neighbour_section(
     b: Scope,
     writers: int,
     queries: int,
+    slot_settings: tuple[int, ...] = DEFAULT_SLOTS,
 ) -> dict[str, Any]:
     text = TextGenerator(seed=77)
     probe_queries = [text.query() for _ in range(queries)]
-    out: dict[str, Any] = {"writers": writers, "a_scope_rows": a.size}
-    for label, share in SHARES.items():
-        env = {"ENGRAM_TENANT_POOL_SHARE": share, "ENGRAM_TENANT_REQUESTS_PER_MINUTE": "0"}
+    out: dict[str, Any] = {"writers": writers, "a_scope_rows": a.size, "settings": list(slot_settings)}
+    for slots in slot_settings:
+        label = _label(slots)
+        env = {"ENGRAM_WORKER_SLOTS": str(slots), "ENGRAM_TENANT_REQUESTS_PER_MINUTE": "0"}
         with serve(owner_url, app_url, extra_env=env) as server:
             idle = await _recalls(server.base, keys[a.tenant], a, probe_queries)
 
@@ -80,7 +86,9 @@ def neighbour_scopes() -> tuple[Scope, Scope]:
     return Scope(uuid.uuid4(), "user-a", 2000), Scope(uuid.uuid4(), "user-b", 1)
 
 
-async def run(owner_url: str, app_url: str, writers: int, queries: int) -> dict[str, Any]:
+async def run(
+    owner_url: str, app_url: str, writers: int, queries: int, slot_settings: tuple[int, ...] = DEFAULT_SLOTS
+) -> dict[str, Any]:
     from app.db.urls import to_asyncpg_dsn
     from app.embeddings.hashing import HashEmbedder
     from bench.perf.__main__ import make_keys
@@ -88,7 +96,7 @@ async def run(owner_url: str, app_url: str, writers: int, queries: int) -> dict[
     a, b = neighbour_scopes()
     await bulk_load(to_asyncpg_dsn(owner_url), [a, b], TextGenerator(), HashEmbedder())
     keys = await make_keys(owner_url, {a.tenant, b.tenant})
-    return await noisy_neighbour_section(owner_url, app_url, keys, a, b, writers, queries)
+    return await noisy_neighbour_section(owner_url, app_url, keys, a, b, writers, queries, slot_settings)
 
 
 def render(result: dict[str, Any]) -> str:
@@ -99,7 +107,8 @@ def render(result: dict[str, Any]) -> str:
         "| setting | A idle p50 / p95 ms | A under B's load p50 / p95 ms | p95 ratio | B writes/s | B errors |",
         "|---|---|---|---|---|---|",
     ]
-    for label in SHARES:
+    for slots in result["settings"]:
+        label = _label(slots)
         r = result[label]
         lines.append(
             f"| {label} | {r['a_idle_ms']['p50']} / {r['a_idle_ms']['p95']} | "

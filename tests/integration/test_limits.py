@@ -15,7 +15,6 @@ from litestar.testing import AsyncTestClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
-from app.api.limits import TenantShares
 from app.cli import main as cli_main
 from app.lib.settings import Settings
 from app.main import create_app
@@ -204,22 +203,3 @@ async def test_cli_sets_shows_and_resets_a_tenants_limits(
 async def test_cli_refuses_a_negative_limit(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["tenant", "limits", "anyone", "--json", "--max-memories", "-3"]) == 2
     assert "whole number" in capsys.readouterr().err
-
-
-async def test_a_tenants_share_of_a_process_queues_without_blocking_another() -> None:
-    shares = TenantShares(2)
-    a, b = TenantId(uuid.uuid4()), TenantId(uuid.uuid4())
-    assert await shares.acquire(a, 1)
-    assert await shares.acquire(a, 1)
-    assert not shares.free(a)
-    assert shares.free(b)
-    assert not await shares.acquire(a, 0.05)  # a third of tenant a waits, then gives up
-    assert await shares.acquire(b, 0.05)  # tenant b is not behind it
-    waiting = asyncio.create_task(shares.acquire(a, 1))
-    await asyncio.sleep(0.01)
-    shares.release(a)
-    assert await waiting
-    for tenant in (a, a, b):
-        shares.release(tenant)
-    assert shares.free(a)
-    assert not shares._shares

@@ -1,0 +1,119 @@
+"""A worker's turns over HTTP (app/lib/fairness.py, app/api/limits.py): with one slot per worker, a
+request that waits on something outside the worker (a remote model's answer, its tenant's concurrency
+slot held elsewhere) hands its turn back, so another tenant's request is served meanwhile."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from pydantic import SecretStr
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.lib.settings import Settings
+from app.main import create_app
+from tests.conftest import NewTenant
+from tests.support.live_server import serve_in_thread
+from tests.support.scripted_openai import ChatStep, ScriptedOpenAI
+
+USER = "fairness-user"
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[ScriptedOpenAI]:
+    with ScriptedOpenAI(embedding_dim=128) as server:
+        yield server
+
+
+def _client(url: str, key: str) -> httpx.AsyncClient:
+    return httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=30)
+
+
+async def _served_while_pending(
+    pending: asyncio.Task[httpx.Response], other: httpx.AsyncClient
+) -> httpx.Response:
+    """Tenant B's list, sent while `pending` waits; returns it once it is answered (asserting that
+    `pending` had not finished by then)."""
+    answered = await other.get("/v1/memories", params={"user_id": USER})
+    assert not pending.done(), "the other tenant's request waited for the first one to finish"
+    return answered
+
+
+async def test_a_remote_model_wait_hands_the_workers_turn_to_another_tenant(
+    settings: Settings, model: ScriptedOpenAI, new_tenant: NewTenant
+) -> None:
+    model.reset()
+    online = settings.model_copy(
+        update={
+            "openai_base_url": model.base_url,
+            "openai_api_key": SecretStr("sk-test-key-for-the-scripted-server-0001"),
+            "embedder": "openai",
+            "chat_model": "scripted-chat",
+            "embed_model": "scripted-embedding",
+            "embed_dim": 128,
+            "model_timeout_s": 10.0,
+            "worker_slots": 1,
+            "limit_queue_s": 5.0,
+        }
+    )
+    (_, key_a), (_, key_b) = await new_tenant(), await new_tenant()
+    model.script_chat([ChatStep.text("Noted.")])
+    model.delay_next(3.0, path="/v1/chat/completions")
+    with serve_in_thread(create_app(online)) as url:
+        async with _client(url, key_a) as a, _client(url, key_b) as b:
+            chat = asyncio.create_task(a.post("/v1/chat", json={"user_id": USER, "message": "Hello there"}))
+            # b's request goes in while a's waits for the model (or, on a slow machine, just before: a
+            # hands its turn back as soon as its model call starts, 3 s before the answer comes).
+            await asyncio.sleep(0.5)
+            listed = await _served_while_pending(chat, b)
+            assert listed.status_code == 200, listed.text
+            answered = await chat
+    assert answered.status_code == 200, answered.text
+    assert answered.json()["answer"] == "Noted."
+
+
+async def test_a_request_waiting_for_its_tenants_concurrency_slot_does_not_hold_the_worker(
+    settings: Settings, new_tenant: NewTenant, app_engine: AsyncEngine, owner_engine: AsyncEngine
+) -> None:
+    tenant_a, key_a = await new_tenant()
+    _, key_b = await new_tenant()
+    async with owner_engine.connect() as conn, conn.begin():
+        await conn.execute(text("SELECT set_config('app.tenant_id', :t, true)"), {"t": str(tenant_a)})
+        await conn.execute(
+            text("INSERT INTO tenant_limits (tenant_id, concurrent_requests) VALUES (:t, 1)"), {"t": tenant_a}
+        )
+    app = create_app(settings.model_copy(update={"worker_slots": 1, "limit_queue_s": 3.0}))
+    with serve_in_thread(app) as url:
+        async with _client(url, key_a) as a, _client(url, key_b) as b, app_engine.connect() as holder:
+            # Another process's request holds tenant a's one concurrency slot.
+            await holder.begin()
+            await holder.execute(text("SELECT pg_advisory_xact_lock(hashtext(:t), 1)"), {"t": str(tenant_a)})
+            waiting = asyncio.create_task(a.get("/v1/memories", params={"user_id": USER}))
+            await asyncio.sleep(0.3)  # a's request is in its slot's wait loop by now
+            listed = await _served_while_pending(waiting, b)
+            assert listed.status_code == 200, listed.text
+            await holder.rollback()  # the slot frees: a's request goes on
+            served = await waiting
+    assert served.status_code == 200, served.text
+
+
+async def test_an_open_event_stream_holds_no_turn_of_the_worker(
+    settings: Settings, new_tenant: NewTenant
+) -> None:
+    (_, key_a), (_, key_b) = await new_tenant(), await new_tenant()
+    app = create_app(settings.model_copy(update={"worker_slots": 1, "limit_queue_s": 3.0}))
+    with serve_in_thread(app) as url:
+        async with (
+            _client(url, key_a) as a,
+            _client(url, key_b) as b,
+            a.stream("GET", "/v1/events/stream") as stream,
+        ):
+            assert stream.status_code == 200
+            for _ in range(3):  # the stream stays open while other requests are served
+                listed = await b.get("/v1/memories", params={"user_id": USER})
+                assert listed.status_code == 200, listed.text
+                mine = await a.get("/v1/memories", params={"user_id": USER})
+                assert mine.status_code == 200, mine.text
