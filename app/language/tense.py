@@ -57,10 +57,21 @@ _DISCOURSE = re.compile(
 )
 
 
-def asks_about_past(question: str) -> bool:
-    """True when `question` asks what held before now (see the module's rules)."""
-    text = question.replace("\u2019", "'")
-    text = _ACCUSTOMED.sub(" ", _DISCOURSE.sub(" ", text))
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")  # "Next.js" stays one word
+
+
+def asks_about_past(query: str) -> bool:
+    """True when `query` asks what held before now (see the module's rules). In a message that asks
+    something ("I moved here last month. Any dinner ideas?") only its questions are read: a statement
+    about the past asks nothing about it."""
+    text = query.replace("\u2019", "'")
+    sentences = [s for s in _SENTENCE_END.split(text) if s.strip()]
+    questions = [s for s in sentences if s.rstrip().endswith("?")]
+    return any(_past(s) for s in questions or sentences)
+
+
+def _past(sentence: str) -> bool:
+    text = _ACCUSTOMED.sub(" ", _DISCOURSE.sub(" ", sentence))
     if _PAST_CUES.search(text):
         return True
     return bool(_TIME_CUES.search(text) and _PAST_VERBS.search(text))

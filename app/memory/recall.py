@@ -85,7 +85,8 @@ class Recaller:
         latency["pack"] = _ms(mark)
 
         mark = time.perf_counter()
-        await self._reinforce([inc.item.ref.id for inc in packed.included], now)
+        # A superseded memory recalled for the past is not a use of what is current: not reinforced.
+        await self._reinforce([i.item.ref.id for i in packed.included if not i.item.ref.superseded], now)
         latency["reinforce"] = _ms(mark)
         latency["total"] = _ms(started)
         observe_recall(

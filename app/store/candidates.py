@@ -98,6 +98,10 @@ class CandidateRow:
     def protected(self) -> bool:
         return is_protected(self.status, self.type)
 
+    @property
+    def superseded(self) -> bool:
+        return self.status == MemoryStatus.SUPERSEDED
+
     def memory(self) -> MemoryRecord:
         """The memory as the API shows it."""
         return MemoryRecord(**{name: self.columns[name] for name in MEMORY_COLUMNS})

@@ -84,6 +84,9 @@ async def test_a_question_about_the_past_returns_react_marked_superseded(api: Ap
     marked = {i["id"]: i["superseded"] for i in recall["trace"]["included"]}
     assert marked[react["id"]] is True
     assert marked.get(nextjs["id"], False) is False
+    # Looking into the past is not a use of what is current: the superseded memory is not reinforced.
+    assert (await api.memory(react["id"]))["access_count"] == 0
+    assert (await api.memory(nextjs["id"]))["access_count"] == (1 if nextjs["id"] in marked else 0)
 
 
 @pytest.mark.parametrize(

@@ -40,6 +40,8 @@ from app.memory.lines import superseded_mark
         "What framework did we use before that?",
         "Where did you say I lived before Porto?",
         "what\u2019s the city I used to live in?",
+        "Tell me what we used before Next.js",
+        "I'm hungry. What did I use to cook on Sundays?",
     ],
 )
 def test_a_question_about_the_past_is_recognised(question: str) -> None:
@@ -75,6 +77,9 @@ def test_a_question_about_the_past_is_recognised(question: str) -> None:
         "what is my latest address?",
         "what is the current plan?",
         "",
+        # A statement about the past beside a question about now (a chat message).
+        "I moved to Lisbon last month. Any dinner ideas?",
+        "We used to deploy on Heroku. Where do we deploy now?",
     ],
 )
 def test_a_present_question_that_looks_like_one_is_not(question: str) -> None:
