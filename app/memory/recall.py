@@ -89,14 +89,14 @@ class Recaller:
         await self._reinforce([i.item.ref.id for i in packed.included if not i.item.ref.superseded], now)
         latency["reinforce"] = _ms(mark)
         latency["total"] = _ms(started)
+        plan = "hnsw" if use_index else "exact"
         observe_recall(
             latency,
             candidates=candidates.count,
             memories=len(packed.included),
             tokens_used=packed.tokens_used,
-            plan="hnsw" if use_index else "exact",
+            plan=plan,
         )
-        plan = "hnsw" if use_index else "exact"
         return _result(packed, candidates, budget, floor, plan, latency, moment)
 
     async def _candidates(
