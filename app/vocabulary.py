@@ -9,6 +9,7 @@ This module imports nothing of Engram but the tenant type: every layer may use i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 
 from app.tenancy.types import TenantId
@@ -149,3 +150,31 @@ class Scope:
     ) -> Scope:
         """All of a user's memories, or, when `project_id` is given, that project's (`in_project`)."""
         return cls(tenant, user_id, project_id, Reach.ALL if project_id is None else in_project)
+
+
+class AsOfKind(StrEnum):
+    """Which time an `as_of` instant is read in."""
+
+    VALID = "valid"  # what held at T as Engram knows it now: valid_from <= T < valid_to
+    RECORDED = "recorded"  # what Engram held current at T: its rows and audit events up to T
+
+
+@dataclass(frozen=True, slots=True)
+class Moment:
+    """Which of a scope's memories count as current for a read.
+
+    The present (the default): live memories, unexpired now. `past`: the present plus what has been
+    superseded (a question about the past, "what did we use before Next.js?"). `as_of`: what was
+    current at that instant, in `kind` time.
+    """
+
+    as_of: datetime | None = None
+    kind: AsOfKind = AsOfKind.VALID
+    past: bool = False
+
+    @property
+    def present(self) -> bool:
+        return self.as_of is None and not self.past
+
+
+PRESENT = Moment()

@@ -13,7 +13,8 @@ remembers, then recalls.
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from datetime import datetime
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -36,7 +37,7 @@ from app.lib.errors import EngramError
 from app.memory.corrections import supersede_mentioned
 from app.memory.models import RecallInput, RecallResult, RememberInput
 from app.memory.recall import MAX_BUDGET
-from app.vocabulary import MemoryType, Source
+from app.vocabulary import AsOfKind, MemoryType, Source
 
 __all__ = [
     "CATALOGUE",
@@ -82,6 +83,20 @@ class RecallArgs(Arguments):
         ]
         | None
     ) = None
+    as_of: (
+        Annotated[
+            datetime,
+            msgspec.Meta(
+                tz=True,
+                description="Recall what was current at this instant (RFC 3339 with an offset).",
+            ),
+        ]
+        | None
+    ) = None
+    as_of_kind: Annotated[
+        Literal["valid", "recorded"],
+        msgspec.Meta(description="valid: what held then, as known now; recorded: what Engram held then."),
+    ] = "valid"
 
 
 class ForgetArgs(Arguments):
@@ -147,6 +162,8 @@ async def _recall(env: ToolEnv, calls: list[RecallArgs]) -> list[ToolResult]:
                 token_budget=args.token_budget or scope.token_budget,
                 types=types or None,
                 include_sensitive=scope.include_sensitive,
+                as_of=args.as_of,
+                as_of_kind=AsOfKind(args.as_of_kind),
             )
         )
         memories = [

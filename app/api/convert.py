@@ -19,7 +19,7 @@ from app.api.schemas import (
 )
 from app.db.models import MemoryEvent
 from app.memory.models import History, RecallInput, RecallResult, RememberInput, RememberResult
-from app.vocabulary import Source
+from app.vocabulary import MemoryStatus, Source
 
 
 def remember_input(body: MemoryIn, source: Source = Source.API) -> RememberInput:
@@ -46,7 +46,15 @@ def recall_out(result: RecallResult, explain: bool) -> RecallOut:
     trace = None
     if explain:
         trace = TraceOut(
-            included=[IncludedOut(id=m.memory.id, score=m.score, tokens=m.tokens) for m in result.memories],
+            included=[
+                IncludedOut(
+                    id=m.memory.id,
+                    score=m.score,
+                    tokens=m.tokens,
+                    superseded=m.memory.status == MemoryStatus.SUPERSEDED,
+                )
+                for m in result.memories
+            ],
             skipped=[
                 SkippedOut(
                     id=s.id, reason=s.reason, score=s.score, relevance=s.relevance, components=s.components
@@ -59,6 +67,9 @@ def recall_out(result: RecallResult, explain: bool) -> RecallOut:
             tokens_used=result.tokens_used,
             tokens_left=result.token_budget - result.tokens_used,
             latency_ms=result.latency_ms,
+            as_of=result.moment.as_of,
+            as_of_kind=None if result.moment.as_of is None else result.moment.kind,
+            past=result.moment.past,
         )
     return RecallOut(
         context=result.context,
@@ -85,5 +96,7 @@ def event_out(event: MemoryEvent) -> EventOut:
 def history_out(history: History) -> HistoryOut:
     events = [e for e in history.events if isinstance(e, MemoryEvent)]
     return HistoryOut(
-        events=[event_out(e) for e in events], versions=[MemoryOut.of(m) for m in history.versions]
+        events=[event_out(e) for e in events],
+        versions=[MemoryOut.of(m) for m in history.versions],
+        current=history.current,
     )

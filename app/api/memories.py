@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Annotated
 
 from litestar import Controller, delete, get, patch, post
@@ -31,7 +32,7 @@ from app.api.schemas import (
 from app.memory.models import ForgetFilter
 from app.memory.service import MemoryService
 from app.privacy.erase import Eraser
-from app.vocabulary import MemoryStatus, MemoryType
+from app.vocabulary import AsOfKind, MemoryStatus, MemoryType
 
 Service = NamedDependency[MemoryService]
 MemoryId = FromPath[uuid.UUID]
@@ -68,6 +69,8 @@ class MemoryController(Controller):
         q: MaybeText = None,
         limit: Limit = 50,
         cursor: MaybeIdent = None,
+        as_of: FromQuery[datetime | None] = None,
+        as_of_kind: FromQuery[AsOfKind] = AsOfKind.VALID,
     ) -> MemoryPage:
         page = await memory_service.list_memories(
             user_id,
@@ -78,6 +81,8 @@ class MemoryController(Controller):
             q=q,
             limit=limit,
             cursor=cursor,
+            as_of=as_of,
+            as_of_kind=as_of_kind,
         )
         return MemoryPage(items=[MemoryOut.of(m) for m in page.items], next_cursor=page.next_cursor)
 
@@ -125,8 +130,14 @@ class MemoryController(Controller):
         return ForgottenOut(forgotten=forgotten)
 
     @get("/{memory_id:uuid}/history")
-    async def history(self, memory_id: MemoryId, memory_service: Service) -> HistoryOut:
-        return history_out(await memory_service.history(memory_id))
+    async def history(
+        self,
+        memory_id: MemoryId,
+        memory_service: Service,
+        as_of: FromQuery[datetime | None] = None,
+        as_of_kind: FromQuery[AsOfKind] = AsOfKind.VALID,
+    ) -> HistoryOut:
+        return history_out(await memory_service.history(memory_id, as_of=as_of, as_of_kind=as_of_kind))
 
 
 class RecallController(Controller):

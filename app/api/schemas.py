@@ -10,7 +10,7 @@ import msgspec
 
 from app.db.models import Memory
 from app.store.records import MemoryRecord, MemoryView
-from app.vocabulary import MemoryType, Privacy
+from app.vocabulary import AsOfKind, MemoryType, Privacy
 
 NO_NUL = r"^[^\x00]*$"
 # Identifiers fit their columns; text must not hold NUL bytes (PostgreSQL text cannot store them).
@@ -81,6 +81,8 @@ class RecallIn(Strict):
     min_relevance: Unit | None = None
     include_sensitive: bool = False
     explain: bool = True
+    as_of: When | None = None  # what was current at this instant (RFC 3339 with an offset; future: now)
+    as_of_kind: AsOfKind = AsOfKind.VALID
 
 
 class ForgetFilterIn(Strict):
@@ -144,6 +146,7 @@ class IncludedOut(msgspec.Struct, kw_only=True):
     id: uuid.UUID
     score: float
     tokens: int
+    superseded: bool  # no longer current: its line says when it was superseded
 
 
 class TraceOut(msgspec.Struct, kw_only=True):
@@ -155,6 +158,9 @@ class TraceOut(msgspec.Struct, kw_only=True):
     tokens_used: int
     tokens_left: int
     latency_ms: dict[str, float]
+    as_of: datetime | None  # the instant recalled (null: now)
+    as_of_kind: AsOfKind | None
+    past: bool  # the query asks about the past: superseded memories were eligible
 
 
 class RecallOut(msgspec.Struct, kw_only=True):
@@ -184,6 +190,7 @@ class EventOut(msgspec.Struct, kw_only=True):
 class HistoryOut(msgspec.Struct, kw_only=True):
     events: list[EventOut]
     versions: list[MemoryOut]
+    current: list[uuid.UUID] | None  # with as_of: the versions current at that instant
 
 
 class StatsOut(msgspec.Struct, kw_only=True):

@@ -22,6 +22,7 @@ from app.lib.tokens import content_tokens, line_body
 
 __all__ = [
     "content_tokens", "dated_prefix", "day_header", "label", "line_body", "line_prefix", "render_line",
+    "superseded_mark",
 ]  # fmt: skip
 
 # Types that say nothing a reader needs: the content is a plain statement or a conversation turn.
@@ -58,11 +59,21 @@ def label(memory: LineSource) -> str | None:
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
+def _day(when: datetime) -> str:
+    day = when.date()
+    return f"{day.day} {_MONTHS[day.month - 1]} {day.year}"
+
+
 def day_header(memory: LineSource) -> str:
     """The header line of the memory's day in a recall context: "8 May 2023" (5 tokens; the ISO form in
     brackets takes 8)."""
-    day = memory.valid_from.date()
-    return f"{day.day} {_MONTHS[day.month - 1]} {day.year}"
+    return _day(memory.valid_from)
+
+
+def superseded_mark(valid_to: datetime | None) -> str:
+    """What a superseded memory's line says after its prefix: " (superseded 30 Nov 2026)". It ends with a
+    bracket, so the line's tokens still add up (see the module's docstring)."""
+    return " (superseded)" if valid_to is None else f" (superseded {_day(valid_to)})"
 
 
 def line_prefix(memory: LineSource) -> str:

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from app.db.models import Memory, MemoryEvent
 from app.store.records import MemoryRecord
-from app.vocabulary import MemoryType, Privacy, Source
+from app.vocabulary import PRESENT, AsOfKind, MemoryType, Moment, Privacy, Source
 
 
 @dataclass(slots=True)
@@ -53,6 +53,8 @@ class RecallInput:
     min_relevance: float | None = None
     include_sensitive: bool = False
     explain: bool = True
+    as_of: datetime | None = None  # what was current at this instant (a future one is now)
+    as_of_kind: AsOfKind = AsOfKind.VALID
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +86,7 @@ class RecallResult:
     plan: str
     min_relevance: float
     latency_ms: dict[str, float]
+    moment: Moment = PRESENT  # which memories counted as current (an instant, a past question, now)
 
 
 @dataclass(slots=True)
@@ -98,3 +101,4 @@ class ForgetFilter:
 class History:
     events: list[MemoryEvent]
     versions: list[Memory]
+    current: list[uuid.UUID] | None = None  # with an instant: the versions current at it

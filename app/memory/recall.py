@@ -13,17 +13,20 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.context import RequestContext
 from app.db.spare import sees_same_rows
+from app.language.tense import asks_about_past
 from app.lib.errors import ValidationFailed
 from app.lib.metrics import observe_recall
 from app.lib.ranking import RankingPolicy
 from app.lib.tokens import TokenCounter
+from app.lib.validation import check_time
 from app.memory.fusion import fuse
-from app.memory.lines import day_header, line_body, line_prefix
+from app.memory.lines import day_header, line_body, line_prefix, superseded_mark
 from app.memory.models import RecalledMemory, RecallInput, RecallResult, SkippedMemory
 from app.memory.packing import Packed, PackItem, pack
 from app.memory.scoring import score
+from app.store.bm25 import TextStats
 from app.store.candidates import CandidateQuery, CandidateRow, RecallStore, or_tsquery
-from app.vocabulary import MemoryType, Privacy, Reach, Scope
+from app.vocabulary import MemoryStatus, MemoryType, Moment, Privacy, Reach, Scope
 
 MAX_BUDGET = 32768
 Latency = dict[str, float]
@@ -38,6 +41,15 @@ def _check(request: RecallInput) -> None:
         raise ValidationFailed(f"token_budget must be between 1 and {MAX_BUDGET}")
     if request.min_relevance is not None and not 0.0 <= request.min_relevance <= 1.0:
         raise ValidationFailed("min_relevance must be between 0 and 1")
+    check_time("as_of", request.as_of)
+
+
+def moment_of(request: RecallInput, now: datetime) -> Moment:
+    """The instant asked about (a future one is now); else the past for a question about it
+    (app.language.tense: superseded memories become eligible); else the present."""
+    if request.as_of is not None and request.as_of < now:
+        return Moment(request.as_of, request.as_of_kind)
+    return Moment(past=asks_about_past(request.query))
 
 
 class Recaller:
@@ -56,7 +68,8 @@ class Recaller:
 
         now = ctx.clock.now()
         scope = Scope(ctx.tenant, request.user_id, request.project_id, Reach.WITH_GLOBAL)
-        candidates, items, use_index = await self._candidates(request, scope, vector, now, latency)
+        moment = moment_of(request, now)
+        candidates, items, use_index = await self._candidates(request, scope, vector, now, moment, latency)
 
         mark = time.perf_counter()
         budget = request.token_budget or ctx.settings.default_token_budget
@@ -72,27 +85,38 @@ class Recaller:
         latency["pack"] = _ms(mark)
 
         mark = time.perf_counter()
-        await self._reinforce([inc.item.ref.id for inc in packed.included], now)
+        # A superseded memory recalled for the past is not a use of what is current: not reinforced.
+        await self._reinforce([i.item.ref.id for i in packed.included if not i.item.ref.superseded], now)
         latency["reinforce"] = _ms(mark)
         latency["total"] = _ms(started)
+        plan = "hnsw" if use_index else "exact"
         observe_recall(
             latency,
             candidates=candidates.count,
             memories=len(packed.included),
             tokens_used=packed.tokens_used,
-            plan="hnsw" if use_index else "exact",
+            plan=plan,
         )
-        return _result(packed, candidates, budget, floor, "hnsw" if use_index else "exact", latency)
+        return _result(packed, candidates, budget, floor, plan, latency, moment)
 
     async def _candidates(
-        self, request: RecallInput, scope: Scope, vector: Sequence[float], now: datetime, latency: Latency
+        self,
+        request: RecallInput,
+        scope: Scope,
+        vector: Sequence[float],
+        now: datetime,
+        moment: Moment,
+        latency: Latency,
     ) -> tuple[Candidates, list[PackItem[CandidateRow]], bool]:
         """Both halves' rows, scored as they arrive, in packing order; and whether HNSW answered."""
         ctx, settings, policy = self.ctx, self.ctx.settings, self.ctx.policy
         mark = time.perf_counter()
-        use_index, size = await ctx.scope_sizes.plan(
-            ctx.store.recall, scope, now, settings.exact_scan_max_rows, settings.hnsw_min_share
-        )
+        if moment.as_of is None:
+            use_index, size = await ctx.scope_sizes.plan(
+                ctx.store.recall, scope, now, settings.exact_scan_max_rows, settings.hnsw_min_share
+            )
+        else:  # an instant's rows are not the live ones the counts are of: scanned exactly
+            use_index, size = False, 0
         tsquery = or_tsquery(request.query)
         query = CandidateQuery(
             scope,
@@ -102,11 +126,12 @@ class Recaller:
             policy.candidate_k,
             now,
             policy.keyword_max_matches,
-            stats=await ctx.scope_sizes.text_stats(ctx.store.recall, scope, now) if tsquery else None,
+            stats=await self._text_stats(scope, now, moment) if tsquery else None,
             k1=policy.bm25_k1,
             b=policy.bm25_b,
+            moment=moment,
         )
-        candidates = Candidates(request, policy, ctx.counter, now)
+        candidates = Candidates(request, policy, ctx.counter, now, past=moment.past)
         apart = self._keywords_apart(query, size, candidates)
         try:
             rows = await ctx.store.recall.candidates(
@@ -127,6 +152,13 @@ class Recaller:
         items = candidates.items()
         latency["score"] = _ms(mark)
         return candidates, items, use_index
+
+    async def _text_stats(self, scope: Scope, now: datetime, moment: Moment) -> TextStats:
+        """BM25's statistics over the rows recall reads (the present's may be remembered)."""
+        store = self.ctx.store.recall
+        if moment.present:
+            return await self.ctx.scope_sizes.text_stats(store, scope, now)
+        return await store.text_stats(scope, now, moment)
 
     def _keywords_apart(
         self, query: CandidateQuery, size: int, into: Candidates
@@ -156,7 +188,14 @@ class Recaller:
 
 def _without_keywords(query: CandidateQuery) -> CandidateQuery:
     return CandidateQuery(
-        query.scope, query.embedding, query.embed_model, None, query.k, query.now, query.keyword_cap
+        query.scope,
+        query.embedding,
+        query.embed_model,
+        None,
+        query.k,
+        query.now,
+        query.keyword_cap,
+        moment=query.moment,
     )
 
 
@@ -167,6 +206,7 @@ def _result(
     floor: float,
     plan: str,
     latency: Latency,
+    moment: Moment,
 ) -> RecallResult:
     memories = [
         RecalledMemory(
@@ -193,6 +233,7 @@ def _result(
         plan=plan,
         min_relevance=floor,
         latency_ms=latency,
+        moment=moment,
     )
 
 
@@ -202,10 +243,23 @@ class Candidates:
 
     The first row seen of a memory is kept: the text half's rows are added first (they carry the
     keyword rank; the cosine half's rows carry 0 when the text half was read apart).
+
+    A superseded memory's line says so ("(superseded 30 Nov 2026)"). For a question about the past
+    (`past`) superseded memories keep no slot: the slot's newer memory would veto them, and they are
+    what the question asks for.
     """
 
-    def __init__(self, request: RecallInput, policy: RankingPolicy, counter: TokenCounter, now: datetime):
+    def __init__(
+        self,
+        request: RecallInput,
+        policy: RankingPolicy,
+        counter: TokenCounter,
+        now: datetime,
+        *,
+        past: bool = False,
+    ):
         self.request, self.policy, self.counter, self.now = request, policy, counter, now
+        self.past = past
         self.wanted_types = set(request.types) if request.types else None
         self.components: dict[uuid.UUID, dict[str, float]] = {}
         self._rows: list[tuple[CandidateRow, str]] = []  # kept rows and their line prefixes
@@ -225,7 +279,10 @@ class Candidates:
                 continue
             if m.privacy == Privacy.SENSITIVE and not self.request.include_sensitive:
                 continue
-            self._rows.append((m, line_prefix(m)))
+            prefix = line_prefix(m)
+            if m.status == MemoryStatus.SUPERSEDED:
+                prefix += superseded_mark(m.columns["valid_to"])
+            self._rows.append((m, prefix))
 
     def items(self) -> list[PackItem[CandidateRow]]:
         """Every candidate scored, in a fixed order (newest first, then content, then id), whichever half
@@ -253,7 +310,7 @@ class Candidates:
                     always=m.protected,
                     standing=m.type == MemoryType.CONSTRAINT,
                     header=day_header(m),
-                    slot=(m.subject, m.type) if m.subject is not None else None,
+                    slot=self._slot(m),
                     content_hash=m.content_hash,
                     valid_from=m.valid_from,
                     tokens=None
@@ -262,6 +319,11 @@ class Candidates:
                 )
             )
         return sorted(items, key=lambda i: (i.valid_from, i.content_hash, i.ref.id.bytes), reverse=True)
+
+    def _slot(self, m: CandidateRow) -> tuple[str, str] | None:
+        if m.subject is None or (self.past and m.status == MemoryStatus.SUPERSEDED):
+            return None
+        return (m.subject, m.type)
 
 
 def _ms(since: float) -> float:

@@ -4,7 +4,7 @@ the request's unit of work commits (or rolls back on any error)."""
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from app.context import RequestContext
@@ -20,7 +20,16 @@ from app.memory.writer import MemoryWriter
 from app.store.events import NewEvent
 from app.store.pages import Keyset, Page
 from app.store.writes import NearestQuery
-from app.vocabulary import LIVE_STATUSES, EventKind, MemoryStatus, MemoryType, Scope, is_protected
+from app.vocabulary import (
+    LIVE_STATUSES,
+    AsOfKind,
+    EventKind,
+    MemoryStatus,
+    MemoryType,
+    Moment,
+    Scope,
+    is_protected,
+)
 
 PATCHABLE = ("content", "type", "subject", "importance", "confidence", "privacy", "tags", "expires_at")
 # pin, unpin, archive: (the statuses it applies to, the new status, its event)
@@ -64,8 +73,12 @@ class MemoryService:
         q: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        as_of: datetime | None = None,
+        as_of_kind: AsOfKind = AsOfKind.VALID,
     ) -> Page[Memory]:
+        """One page of a user's memories; with `as_of`, of those current at that instant."""
         keyset = Keyset.parse(cursor, limit, uuid.UUID)
+        at = self._instant(as_of, as_of_kind)
         return await self.ctx.store.reads.page(
             Scope.of_user(self.ctx.tenant, user_id, project_id),
             keyset,
@@ -73,7 +86,15 @@ class MemoryService:
             mtype=mtype,
             subject=normalise_subject(subject) if subject else None,
             words=q,
+            at=at,
         )
+
+    def _instant(self, as_of: datetime | None, kind: AsOfKind) -> Moment | None:
+        """The instant a read asks about; None: now (none given, or one in the future)."""
+        check_time("as_of", as_of)
+        if as_of is None or as_of >= self.ctx.clock.now():
+            return None
+        return Moment(as_of, kind)
 
     async def patch(self, memory_id: uuid.UUID, changes: dict[str, Any]) -> Memory:
         ctx = self.ctx
@@ -226,8 +247,13 @@ class MemoryService:
             out.append(m)
         return out
 
-    async def history(self, memory_id: uuid.UUID) -> History:
-        """The slot's chain of versions (newest first) and their events."""
+    async def history(
+        self, memory_id: uuid.UUID, *, as_of: datetime | None = None, as_of_kind: AsOfKind = AsOfKind.VALID
+    ) -> History:
+        """The slot's chain of versions (newest first) and their events. With `as_of`: the versions
+        begun by then (valid time: observed; recorded time: written), the events recorded by then, and
+        which versions were current then."""
+        at = self._instant(as_of, as_of_kind)
         memory = await self.get(memory_id)
         chain = [memory]
         seen = {memory.id}
@@ -240,8 +266,16 @@ class MemoryService:
                 chain.insert(len(chain) if at_end else 0, linked)
                 seen.add(linked.id)
                 cursor = linked
-        events = await self.ctx.store.events.of_memories([m.id for m in chain])
-        return History(events=events, versions=chain)
+        if at is None:
+            return History(await self.ctx.store.events.of_memories([m.id for m in chain]), chain)
+        assert at.as_of is not None
+        begun = [
+            m for m in chain if (m.valid_from if at.kind is AsOfKind.VALID else m.created_at) <= at.as_of
+        ]
+        ids = [m.id for m in chain]
+        current = set(await self.ctx.store.reads.current_among(ids, at))
+        events = await self.ctx.store.events.of_memories(ids, upto=at.as_of)
+        return History(events, begun, [m.id for m in chain if m.id in current])
 
     async def stats(self, user_id: str | None) -> dict[str, Any]:
         stats = await self.ctx.store.reads.stats(user_id, self.ctx.embedder.name)

@@ -20,6 +20,7 @@ from sqlalchemy.engine import RowMapping
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.store.bm25 import NO_KEYWORD_CTES, TextStats, bm25_ctes
+from app.store.moments import moment_params, moment_sql
 from app.store.records import MemoryRecord
 from app.store.scope import scope_params, scope_sql
 from app.store.sql import (
@@ -33,7 +34,7 @@ from app.store.sql import (
     vector_literal,
 )
 from app.tenancy.types import TenantId
-from app.vocabulary import MemoryStatus, MemoryType, Privacy, Scope, is_protected
+from app.vocabulary import PRESENT, MemoryStatus, MemoryType, Moment, Privacy, Scope, is_protected
 
 _WORD = re.compile(r"[a-z0-9]+")
 MAX_QUERY_WORDS = 32
@@ -97,13 +98,20 @@ class CandidateRow:
     def protected(self) -> bool:
         return is_protected(self.status, self.type)
 
+    @property
+    def superseded(self) -> bool:
+        return self.status == MemoryStatus.SUPERSEDED
+
     def memory(self) -> MemoryRecord:
         """The memory as the API shows it."""
         return MemoryRecord(**{name: self.columns[name] for name in MEMORY_COLUMNS})
 
 
-def _recall_scope(scope: Scope) -> str:
-    return scope_sql(scope, live=True, unexpired=True)
+def _recall_scope(scope: Scope, moment: Moment = PRESENT) -> str:
+    """The rows recall reads: the scope's live ones, or those current at another moment."""
+    if moment.present:
+        return scope_sql(scope, live=True, unexpired=True)
+    return f"{scope_sql(scope)} AND {moment_sql(moment)}"
 
 
 _TSQUERY = ", to_tsquery('english', :tsq) q"
@@ -129,14 +137,15 @@ _CANDIDATE_RESULT = (
 )
 
 
-def _scope_matches(scope: Scope, tsquery: str | None) -> str:
+def _scope_matches(scope: Scope, tsquery: str | None, moment: Moment = PRESENT) -> str:
     """The text half (CTEs `scored` and `kw`, app.store.bm25) on its own scan of the scope, which stops
     at `kw_cap` matches. Most rows are read from the covering index ix_memories_scope_text alone; rows
     too long for it, from the heap."""
     if not tsquery:
         return NO_KEYWORD_CTES
     match = (
-        f"SELECT id, content_hash, content_tsv AS tsv FROM memories{_TSQUERY} WHERE {_recall_scope(scope)}"
+        f"SELECT id, content_hash, content_tsv AS tsv FROM memories{_TSQUERY}"
+        f" WHERE {_recall_scope(scope, moment)}"
     )
     return bm25_ctes(
         f"""({match} AND {_SHORT_TSV} AND content_tsv @@ q
@@ -145,7 +154,7 @@ def _scope_matches(scope: Scope, tsquery: str | None) -> str:
     )
 
 
-def _single_pass_sources(scope: Scope) -> str:
+def _single_pass_sources(scope: Scope, moment: Moment) -> str:
     """Exact, for scopes up to `single_pass_max_rows` (off by default): one pass over the scope's rows
     computes each row's distance and text match and both halves come from it, so the rows are read
     once. Faster when few rows match (a 6k-row scope, 6% matching: 9 ms instead of 11, against 5 ms for
@@ -159,31 +168,32 @@ def _single_pass_sources(scope: Scope) -> str:
                            CASE WHEN embed_model = :embed_model AND embedding IS NOT NULL
                                 THEN embedding <=> CAST(:qvec AS vector) END AS distance
                     FROM memories{_TSQUERY}
-                    WHERE {_recall_scope(scope)}
+                    WHERE {_recall_scope(scope, moment)}
                 ), sem AS (
                     SELECT id FROM scoped WHERE distance IS NOT NULL ORDER BY distance LIMIT :k
                 ), {bm25_ctes("scoped WHERE tsv IS NOT NULL")}"""
 
 
-def _exact_sources(scope: Scope, tsquery: str | None) -> str:
+def _exact_sources(scope: Scope, tsquery: str | None, moment: Moment) -> str:
     """Exact, two scans: the cosine half scans the scope (the distance expression does not match the
     index), the text half scans it again."""
+    rows = _recall_scope(scope, moment)
     return f"""sem AS (
                     SELECT id FROM memories
-                    WHERE {_recall_scope(scope)} AND embed_model = :embed_model AND embedding IS NOT NULL
+                    WHERE {rows} AND embed_model = :embed_model AND embedding IS NOT NULL
                     ORDER BY embedding <=> CAST(:qvec AS vector) LIMIT :k
-                ), {_scope_matches(scope, tsquery)}"""
+                ), {_scope_matches(scope, tsquery, moment)}"""
 
 
-def _index_sources(scope: Scope, embed_model: str, dim: int, tsquery: str | None) -> str:
+def _index_sources(scope: Scope, embed_model: str, dim: int, tsquery: str | None, moment: Moment) -> str:
     """The HNSW plan for large scopes: the index finds the cosine half, a scope scan the text half."""
     # Literals, not parameters, so the planner can match the per-model partial HNSW index.
     return f"""sem AS (
                     SELECT id FROM memories
-                    WHERE {_recall_scope(scope)} AND embed_model = {model_literal(embed_model)}
+                    WHERE {_recall_scope(scope, moment)} AND embed_model = {model_literal(embed_model)}
                       AND embedding IS NOT NULL
                     ORDER BY embedding::vector({int(dim)}) <=> CAST(:qvec AS vector({int(dim)})) LIMIT :k
-                ), {_scope_matches(scope, tsquery)}"""
+                ), {_scope_matches(scope, tsquery, moment)}"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,10 +210,12 @@ class CandidateQuery:
     stats: TextStats | None = None  # None: counted by the statement's caller (RecallStore.text_stats)
     k1: float = 1.2
     b: float = 0.75
+    moment: Moment = PRESENT  # which rows count as current (the present: live ones)
 
     def params(self) -> dict[str, Any]:
         params = {
             **scope_params(self.scope, self.now),
+            **moment_params(self.moment),
             "qvec": vector_literal(self.embedding),
             "embed_model": self.embed_model,
             "k": self.k,
@@ -239,19 +251,19 @@ class RecallStore:
         row = (await self.session.execute(sql, {**scope_params(scope, now), "cap": cap})).one()
         return int(row.n), float(row.total)
 
-    async def text_stats(self, scope: Scope, now: datetime) -> TextStats:
+    async def text_stats(self, scope: Scope, now: datetime, moment: Moment = PRESENT) -> TextStats:
         """BM25's N and mean row length over the scope recall reads (exact: one pass over its rows)."""
         sql = text(
             f"""SELECT count(*) AS n, coalesce(avg(length(content_tsv)), 0) AS avgdl
-                FROM memories WHERE {_recall_scope(scope)}"""
+                FROM memories WHERE {_recall_scope(scope, moment)}"""
         )
-        row = (await self.session.execute(sql, scope_params(scope, now))).one()
+        row = (await self.session.execute(sql, {**scope_params(scope, now), **moment_params(moment)})).one()
         return TextStats(int(row.n), float(row.avgdl))
 
     async def _counted(self, query: CandidateQuery) -> CandidateQuery:
         if not query.tsquery or query.stats is not None:
             return query
-        return with_stats(query, await self.text_stats(query.scope, query.now))
+        return with_stats(query, await self.text_stats(query.scope, query.now, query.moment))
 
     async def candidates(
         self,
@@ -273,19 +285,19 @@ class RecallStore:
         broad ranks poorly, and its df are then lower bounds).
         """
         query = await self._counted(query)
-        scope, tsquery = query.scope, query.tsquery
+        scope, tsquery, moment = query.scope, query.tsquery, query.moment
         if use_index:
             await use_hnsw_scan(self.session, ef_search)
-            sources = _index_sources(scope, query.embed_model, dim, tsquery)
+            sources = _index_sources(scope, query.embed_model, dim, tsquery, moment)
         elif single_pass and tsquery:
-            sources = _single_pass_sources(scope)
+            sources = _single_pass_sources(scope, moment)
         else:
-            sources = _exact_sources(scope, tsquery)
+            sources = _exact_sources(scope, tsquery, moment)
         sql = text(
             f"""WITH {sources},
                 always AS (
                     SELECT id FROM memories
-                    WHERE {_recall_scope(scope)} AND {PROTECTED_SQL} LIMIT :k
+                    WHERE {_recall_scope(scope, moment)} AND {PROTECTED_SQL} LIMIT :k
                 ), ids AS MATERIALIZED (
                     SELECT u.id, scored.rank
                     FROM (SELECT id FROM sem UNION SELECT id FROM kw UNION SELECT id FROM always) u
@@ -305,7 +317,7 @@ class RecallStore:
         """The text half of `candidates` on its own: the top-k full-text matches, loaded as candidates."""
         query = await self._counted(query)
         sql = text(
-            f"""WITH {_scope_matches(query.scope, query.tsquery)}
+            f"""WITH {_scope_matches(query.scope, query.tsquery, query.moment)}
                 {_CANDIDATE_SELECT}
                 FROM kw r JOIN memories m ON m.tenant_id = :tenant AND m.id = r.id {ACCESS_JOIN}"""
         ).columns(*_CANDIDATE_RESULT)

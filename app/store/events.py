@@ -105,13 +105,17 @@ class EventRecorder:
         ]
         await self.session.execute(_INSERT, rows)
 
-    async def of_memories(self, memory_ids: Sequence[uuid.UUID]) -> list[MemoryEvent]:
-        """The events of these memories, newest first (a history)."""
+    async def of_memories(
+        self, memory_ids: Sequence[uuid.UUID], *, upto: datetime | None = None
+    ) -> list[MemoryEvent]:
+        """The events of these memories (recorded by `upto`), newest first (a history)."""
         query = (
             select(MemoryEvent)
             .where(MemoryEvent.tenant_id == self.tenant, MemoryEvent.memory_id == any_id(memory_ids))
             .order_by(MemoryEvent.created_at.desc(), MemoryEvent.id.desc())
         )
+        if upto is not None:
+            query = query.where(MemoryEvent.created_at <= upto)
         return list((await self.session.scalars(query)).all())
 
     async def page(self, scope: Scope, keyset: Keyset) -> Page[MemoryEvent]:

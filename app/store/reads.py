@@ -8,17 +8,18 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Float, and_, func, or_, select
+from sqlalchemy import Float, and_, func, or_, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from app.db.models import Memory
 from app.store.candidates import or_tsquery
+from app.store.moments import moment_params, moment_sql
 from app.store.pages import Keyset, Page, keyset_page
 from app.store.scope import scope_clause
 from app.store.sql import any_id
 from app.tenancy.types import TenantId
-from app.vocabulary import LIVE_STATUSES, MemoryStatus, MemoryType, Scope
+from app.vocabulary import LIVE_STATUSES, MemoryStatus, MemoryType, Moment, Scope
 
 
 class MemoryReads:
@@ -70,10 +71,14 @@ class MemoryReads:
         mtype: MemoryType | None = None,
         subject: str | None = None,
         words: str | None = None,
+        at: Moment | None = None,
     ) -> Page[Memory]:
         """A filtered list, newest first. `words`: memories that match any of its words (full text), or
-        when it has none, whose content contains it as typed (no wildcards)."""
+        when it has none, whose content contains it as typed (no wildcards); `at`: an instant, the
+        memories current at it (app.store.moments)."""
         query = select(Memory).where(scope_clause(scope))
+        if at is not None:
+            query = query.where(_current_at(at))
         if status is not None:
             query = query.where(Memory.status == status)
         if mtype is not None:
@@ -88,6 +93,13 @@ class MemoryReads:
                 else Memory.content.icontains(words, autoescape=True)
             )
         return await keyset_page(self.session, query, Memory, keyset)
+
+    async def current_among(self, ids: Sequence[uuid.UUID], at: Moment) -> list[uuid.UUID]:
+        """Which of these memories were current at the instant `at`."""
+        query = select(Memory.id).where(
+            Memory.tenant_id == self.tenant, Memory.id == any_id(ids), _current_at(at)
+        )
+        return list((await self.session.scalars(query)).all())
 
     async def stats(self, user_id: str | None, embed_model: str) -> dict[str, Any]:
         conditions: list[Any] = [
@@ -158,3 +170,8 @@ class MemoryReads:
         )
         rows = (await self.session.execute(query)).all()
         return [(x, y, float(c)) for x, y, c in rows]
+
+
+def _current_at(at: Moment) -> Any:
+    """The instant's predicate (app.store.moments) with its value bound, for an ORM statement."""
+    return text(moment_sql(at)).bindparams(**moment_params(at))

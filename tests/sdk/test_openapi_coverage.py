@@ -7,6 +7,7 @@ from typing import Any, get_args
 import httpx
 import msgspec
 
+from app.vocabulary import AsOfKind
 from engram_sdk import AsyncEngram, Engram, routes
 from engram_sdk.operations import Operation, Operations
 from engram_sdk.requests import result_type
@@ -183,3 +184,4 @@ def test_the_sdk_vocabulary_is_the_services() -> None:
     assert set(get_args(models.Privacy)) == _enum_values(ExportedMemory, "privacy")
     assert set(get_args(models.ProposalStatus)) == _enum_values(ExportedProposal, "status")
     assert set(get_args(models.Role)) == _enum_values(MessageIn, "role")
+    assert set(get_args(models.AsOfKind)) == {k.value for k in AsOfKind}

@@ -34,6 +34,8 @@ MemoryStatus = Literal["active", "pinned", "superseded", "archived", "expired", 
 Privacy = Literal["public", "private", "sensitive"]
 ProposalStatus = Literal["proposed", "approved", "rejected", "applied", "stale"]
 Role = Literal["user", "assistant", "system"]
+# `as_of` in valid time (what held then, as known now) or recorded time (what Engram held then).
+AsOfKind = Literal["valid", "recorded"]
 
 
 class Model(msgspec.Struct, kw_only=True):
@@ -108,6 +110,7 @@ class Event(Model):
 class History(Model):
     events: list[Event]
     versions: list[Memory]  # the slot's chain, newest first
+    current: list[uuid.UUID] | None = None  # with `as_of`: the versions current at that instant
 
 
 class RecalledMemory(Model):
@@ -122,6 +125,7 @@ class Included(Model):
     id: uuid.UUID
     score: float
     tokens: int
+    superseded: bool = False  # no longer current (a question about the past, or `as_of`)
 
 
 class Skipped(Model):
@@ -141,6 +145,9 @@ class Trace(Model):
     tokens_used: int
     tokens_left: int
     latency_ms: dict[str, float]
+    as_of: datetime | None = None  # the instant recalled (None: now)
+    as_of_kind: str | None = None
+    past: bool = False  # the query asked about the past: superseded memories were eligible
 
 
 class RecallResult(Model):

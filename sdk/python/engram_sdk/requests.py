@@ -17,6 +17,7 @@ import msgspec
 
 from engram_sdk.models import (
     ApplyResult,
+    AsOfKind,
     BatchResult,
     ChangeEvent,
     ChatResult,
@@ -132,6 +133,8 @@ class ListMemories(Request[MemoryPage]):
     q: str | None = None
     limit: int | None = None
     cursor: str | None = None
+    as_of: datetime | None = None  # the memories current at this instant (timezone-aware)
+    as_of_kind: AsOfKind | None = None  # default valid
 
 
 class GetMemory(Request[Memory]):
@@ -203,6 +206,8 @@ class GetHistory(Request[History]):
 
     route = Route("GET", "/v1/memories/{memory_id}/history")
     memory_id: Id
+    as_of: datetime | None = None  # the chain as it stood at this instant, and which version was current
+    as_of_kind: AsOfKind | None = None  # default valid
 
 
 # --- recall and forget --------------------------------------------------------------------------------
@@ -221,6 +226,8 @@ class Recall(Request[RecallResult]):
     min_relevance: float | None = None
     include_sensitive: bool | None = None
     explain: bool | None = None
+    as_of: datetime | None = None  # recall what was current at this instant (timezone-aware)
+    as_of_kind: AsOfKind | None = None  # valid (default) or recorded
 
 
 class ForgetFilter(msgspec.Struct, omit_defaults=True):
