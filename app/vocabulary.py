@@ -66,6 +66,7 @@ class Source(StrEnum):
     EXTRACT = "extract"
     IMPORT = "import"
     DREAM = "dream"
+    PROMOTION = "promotion"  # a space's memory, written when a promotion proposal was approved
 
 
 class EventKind(StrEnum):
@@ -87,6 +88,7 @@ class EventKind(StrEnum):
     PROPOSED = "proposed"
     PROPOSAL_APPROVED = "proposal_approved"  # a person decided a proposal naming this memory
     PROPOSAL_REJECTED = "proposal_rejected"
+    PROMOTED = "promoted"  # a memory was copied into a shared space (on the source and on the copy)
 
 
 class ProposalKind(StrEnum):
@@ -94,6 +96,7 @@ class ProposalKind(StrEnum):
     FORGET = "forget"
     RESALIENCE = "resalience"
     SUPERSEDE = "supersede"
+    PROMOTE = "promote"  # copy a memory into a shared space (app/spaces/)
 
 
 class ProposalStatus(StrEnum):
@@ -129,6 +132,10 @@ class Reach(StrEnum):
     ALL = "all"  # every memory of the user, whatever its project
 
 
+# The user_id of a shared space's memories: no API identifier is empty, so no user's scope matches them.
+SPACE_USER = ""
+
+
 @dataclass(frozen=True, slots=True)
 class Scope:
     """Whose memories a question is about: one tenant's user, and which of the user's projects.
@@ -142,6 +149,16 @@ class Scope:
     user_id: str
     project_id: str | None
     reach: Reach = Reach.ONLY
+    # An agent's view: with `Reach.ONLY` the agent's own memories exactly (its slots), else the user's
+    # agent-less memories too, plus (`shared`) the spaces the agent is granted. None: every agent's.
+    agent_id: str | None = None
+    shared: bool = False
+    space: str | None = None  # a shared space's own memories (user_id is then SPACE_USER)
+
+    @classmethod
+    def of_space(cls, tenant: TenantId, space: str) -> Scope:
+        """A shared space's memories: its slots, its supersession."""
+        return cls(tenant, SPACE_USER, None, space=space)
 
     @classmethod
     def of_user(

@@ -48,6 +48,7 @@ class MemoryIn(Strict):
     pinned: bool = False
     observed_at: When | None = None
     summary: Text | None = None
+    agent_id: Ident | None = None  # private to this agent (None: the user's, seen by all their agents)
 
 
 MAX_BATCH = 1000
@@ -81,6 +82,7 @@ class RecallIn(Strict):
     min_relevance: Unit | None = None
     include_sensitive: bool = False
     explain: bool = True
+    agent_id: Ident | None = None  # also the user's agent-less memories and the agent's granted spaces
 
 
 class ForgetFilterIn(Strict):

@@ -31,6 +31,8 @@ class RememberInput:
     source: Source = Source.API
     source_model: str | None = None
     source_message_id: uuid.UUID | None = None
+    agent_id: str | None = None  # private to this agent; None: the user's, seen by all their agents
+    space: str | None = None  # a shared space's memory (only promotion writes one; user_id is '')
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +55,7 @@ class RecallInput:
     min_relevance: float | None = None
     include_sensitive: bool = False
     explain: bool = True
+    agent_id: str | None = None  # the agent's own, the user's agent-less and its granted spaces' memories
 
 
 @dataclass(frozen=True, slots=True)

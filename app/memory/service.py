@@ -143,7 +143,13 @@ class MemoryService:
                     "forget the successor first to restore this one"
                 )
         if memory.subject is not None:
-            scope = Scope(self.ctx.tenant, memory.user_id, memory.project_id)
+            scope = Scope(
+                self.ctx.tenant,
+                memory.user_id,
+                memory.project_id,
+                agent_id=memory.agent_id,
+                space=memory.space,
+            )
             current = await self.ctx.store.writes.slot_currents(scope, [(memory.subject, memory.type)])
             if current and current[0].id != memory.id:
                 raise Conflict(f"slot '{memory.subject}' already has a current memory: {current[0].id}")
