@@ -93,7 +93,8 @@ async def test_agents_slots_are_their_own(api: Api) -> None:
     second = await api.remember(
         user_id=USER, content="Standup is at 10:00", subject="standup", agent_id="agent-b"
     )
-    assert second["action"] == "created" and second["superseded"] == []
+    assert second["action"] == "created"
+    assert second["superseded"] == []
     assert (await api.memory(first["memory"]["id"]))["status"] == "active"
     assert "Standup is at 9:30" not in await recalled(api, "agent-b", "when is standup?")
 
@@ -105,7 +106,8 @@ async def test_promotion_is_pending_until_approved_then_granted_agents_recall_it
     await make_space(agents, "launch-team", "agent-a", "agent-b")
     source = (await agents.remember(user_id=USER, content=SECRET_PLAN, agent_id="agent-a"))["memory"]
     proposal = await propose(agents, "launch-team", source["id"], "agent-a")
-    assert proposal["status"] == "proposed" and proposal["kind"] == "promote"
+    assert proposal["status"] == "proposed"
+    assert proposal["kind"] == "promote"
     assert SECRET_PLAN not in await recalled(agents, "agent-b")  # pending: nothing in the space yet
 
     approved = await reviewer.post(f"/v1/dream/proposals/{proposal['id']}/approve")
@@ -124,14 +126,16 @@ async def test_promotion_is_pending_until_approved_then_granted_agents_recall_it
     assert trail["proposed"]["actor"] == proposer
     assert trail["proposed"]["details"]["agent_id"] == "agent-a"
     assert trail["proposal_approved"]["actor"] == approver
-    promoted = [e for e in await events(agents, copy_id) if e["kind"] == "promoted"][0]
+    promoted = next(e for e in await events(agents, copy_id) if e["kind"] == "promoted")
     assert promoted["details"]["proposed_by"] == proposer
     assert promoted["details"]["proposer_agent"] == "agent-a"
     assert promoted["details"]["proposer_user"] == USER
     assert promoted["details"]["approved_by"] == approver
     assert promoted["details"]["promoted_from"] == source["id"]
     copy = await agents.memory(copy_id)
-    assert copy["content"] == SECRET_PLAN and copy["source"] == "promotion" and copy["user_id"] == ""
+    assert copy["content"] == SECRET_PLAN
+    assert copy["source"] == "promotion"
+    assert copy["user_id"] == ""
 
 
 async def test_revoked_agent_no_longer_recalls_the_space(api: Api) -> None:
@@ -162,10 +166,12 @@ async def test_rejected_promotion_writes_nothing_into_the_space(pair: tuple[Api,
     source = (await agents.remember(user_id=USER, content=SECRET_PLAN, agent_id="agent-a"))["memory"]
     proposal = await propose(agents, "design", source["id"], "agent-a")
     rejected = await reviewer.post(f"/v1/dream/proposals/{proposal['id']}/reject")
-    assert rejected.status_code == 200 and rejected.json()["status"] == "rejected"
+    assert rejected.status_code == 200
+    assert rejected.json()["status"] == "rejected"
     assert SECRET_PLAN not in await recalled(agents, "agent-b")
     applied = await agents.post("/v1/dream/apply", {"proposal_ids": [proposal["id"]]})
-    assert applied.status_code == 200 and applied.json()["applied"] == 0
+    assert applied.status_code == 200
+    assert applied.json()["applied"] == 0
     assert SECRET_PLAN not in await recalled(agents, "agent-b")
 
 
