@@ -259,7 +259,7 @@ class Proposal(Model):
     id: uuid.UUID
     user_id: str
     project_id: str | None
-    kind: str  # merge | forget | resalience | supersede
+    kind: str  # merge | forget | resalience | supersede | promote
     target_ids: list[uuid.UUID]
     payload: dict[str, Any]
     rationale: str | None
@@ -455,3 +455,27 @@ class ChangeEvent(Model):
 
 
 DeliveryPage = Page[Delivery]
+
+
+# --- shared spaces --------------------------------------------------------------------------------------
+
+
+class SpaceGrant(Model):
+    space: str
+    agent_id: str
+    can_propose: bool
+    granted_by: str
+    created_at: datetime
+
+
+class Space(Model):
+    name: str
+    description: str | None
+    auto_approve: bool
+    created_by: str
+    created_at: datetime
+    grants: list[SpaceGrant]
+
+
+class SpaceList(Model):
+    items: list[Space]

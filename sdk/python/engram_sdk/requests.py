@@ -41,6 +41,9 @@ from engram_sdk.models import (
     ProposalPage,
     ProposalStatus,
     Readiness,
+    Space,
+    SpaceGrant,
+    SpaceList,
     RecallResult,
     ReembedResult,
     RememberResult,
@@ -105,6 +108,7 @@ class NewMemory(msgspec.Struct, omit_defaults=True):
     pinned: bool | None = None
     observed_at: datetime | None = None  # when the fact was said (importing past conversations)
     summary: str | None = None
+    agent_id: str | None = None  # private to this agent; unset: the user's, seen by all their agents
 
 
 class Remember(NewMemory, Request[RememberResult]):
@@ -221,6 +225,7 @@ class Recall(Request[RecallResult]):
     min_relevance: float | None = None
     include_sensitive: bool | None = None
     explain: bool | None = None
+    agent_id: str | None = None  # this agent's, the user's agent-less and its granted spaces' memories
 
 
 class ForgetFilter(msgspec.Struct, omit_defaults=True):
@@ -485,3 +490,47 @@ class StreamEvents(Request[ChangeEvent]):
     route = Route("GET", "/v1/events/stream")
     user_id: str | None = None
     after: int | None = None
+
+
+# --- shared spaces --------------------------------------------------------------------------------------
+
+
+class CreateSpace(Request[Space]):
+    """A shared space (a team or a project) of the tenant; `auto_approve`: promotions need no person."""
+
+    route = Route("POST", "/v1/spaces")
+    name: str
+    description: str | None = None
+    auto_approve: bool | None = None
+
+
+class ListSpaces(Request[SpaceList]):
+    """The tenant's spaces, each with the agents granted on it."""
+
+    route = Route("GET", "/v1/spaces")
+
+
+class GrantSpace(Request[SpaceGrant]):
+    """Let an agent read a space (and, unless `can_propose=False`, propose promotions into it)."""
+
+    route = Route("POST", "/v1/spaces/{space}/grants")
+    space: str
+    agent_id: str
+    can_propose: bool | None = None
+
+
+class RevokeSpace(Request[SpaceGrant]):
+    """Take an agent's grant on a space away; returns the revoked grant."""
+
+    route = Route("DELETE", "/v1/spaces/{space}/grants/{agent_id}")
+    space: str
+    agent_id: str
+
+
+class ProposePromotion(Request[Proposal]):
+    """Propose a memory for a space: pending until `approve_proposal` (at once if the space auto-approves)."""
+
+    route = Route("POST", "/v1/spaces/{space}/promotions")
+    space: str
+    memory_id: Id
+    agent_id: str
