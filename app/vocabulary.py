@@ -149,9 +149,10 @@ class Scope:
     user_id: str
     project_id: str | None
     reach: Reach = Reach.ONLY
-    # An agent's view: with `Reach.ONLY` the agent's own memories exactly (its slots), else the user's
-    # agent-less memories too, plus (`shared`) the spaces the agent is granted. None: every agent's.
+    # An agent's view: its own memories and the user's agent-less ones; `own`: the agent's own only (its
+    # slots); `shared`: also the spaces the agent is granted. None: every agent's, and no space's.
     agent_id: str | None = None
+    own: bool = False
     shared: bool = False
     space: str | None = None  # a shared space's own memories (user_id is then SPACE_USER)
 

@@ -68,6 +68,7 @@ class MemoryController(Controller):
         q: MaybeText = None,
         limit: Limit = 50,
         cursor: MaybeIdent = None,
+        agent_id: MaybeIdent = None,
     ) -> MemoryPage:
         page = await memory_service.list_memories(
             user_id,
@@ -78,6 +79,7 @@ class MemoryController(Controller):
             q=q,
             limit=limit,
             cursor=cursor,
+            agent_id=agent_id,
         )
         return MemoryPage(items=[MemoryOut.of(m) for m in page.items], next_cursor=page.next_cursor)
 
@@ -150,6 +152,7 @@ class RecallController(Controller):
             filter=None
             if f is None
             else ForgetFilter(f.older_than_days, f.salience_below, f.decayed_below, f.type),
+            agent_id=data.agent_id,
         )
         return ForgottenOut(forgotten=forgotten)
 

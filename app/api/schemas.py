@@ -99,6 +99,7 @@ class ForgetIn(Strict):
     query: Text | None = None
     subject: Ident | None = None
     filter: ForgetFilterIn | None = None
+    agent_id: Ident | None = None  # only that agent's own memories and the user's agent-less ones
 
 
 class MemoryOut(MemoryView, kw_only=True):

@@ -74,7 +74,7 @@ class Prepared:
 
 def item_scope(tenant: TenantId, item: RememberInput) -> Scope:
     """The slot an item lives in: its project exactly, and its agent's or its space's own memories."""
-    return Scope(tenant, item.user_id, item.project_id, agent_id=item.agent_id, space=item.space)
+    return Scope(tenant, item.user_id, item.project_id, agent_id=item.agent_id, own=True, space=item.space)
 
 
 def prepare(item: RememberInput, tenant: TenantId, now: datetime, temporary_ttl: int) -> Prepared:

@@ -42,12 +42,11 @@ def scope_sql(scope: Scope, *, table: str = "memories", live: bool = False, unex
 
 
 def _agent_sql(scope: Scope, t: str, user_parts: list[str]) -> str:
-    """An agent's part of the scope: its own memories (exactly, for its slots), else also the user's
-    agent-less ones; `shared`: or a memory of a space the agent is granted."""
-    if scope.reach is Reach.ONLY:
-        mine = f"{t}.agent_id = :agent_id"
-    else:
-        mine = f"({t}.agent_id IS NULL OR {t}.agent_id = :agent_id)"
+    """An agent's part of the scope: its own memories (`own`: only those, its slots), else also the
+    user's agent-less ones; `shared`: or a memory of a space the agent is granted."""
+    mine = f"{t}.agent_id = :agent_id"
+    if not scope.own:
+        mine = f"({t}.agent_id IS NULL OR {mine})"
     own = " AND ".join([*user_parts, mine])
     if not scope.shared:
         return own

@@ -132,6 +132,8 @@ async def test_promotion_is_pending_until_approved_then_granted_agents_recall_it
     assert promoted["details"]["proposer_user"] == USER
     assert promoted["details"]["approved_by"] == approver
     assert promoted["details"]["promoted_from"] == source["id"]
+    users = (await agents.get("/v1/users")).json()["items"]
+    assert "" not in [u["user_id"] for u in users]  # a space's memories are no user's
     copy = await agents.memory(copy_id)
     assert copy["content"] == SECRET_PLAN
     assert copy["source"] == "promotion"
@@ -303,3 +305,46 @@ async def test_another_tenant_cannot_list_grant_propose_or_approve_on_a_spaces(
     listed = (await agents.get("/v1/spaces")).json()["items"]
     assert [s["name"] for s in listed] == ["launch-team"]
     assert [g["agent_id"] for g in listed[0]["grants"]] == ["agent-a", "agent-b"]
+
+
+async def test_list_and_forget_as_an_agent_reach_only_what_it_reads(api: Api) -> None:
+    await make_space(api, "ops", "agent-b", auto_approve=True)
+    a_own = (await api.remember(user_id=USER, content=SECRET_PLAN, subject="codename", agent_id="agent-a"))[
+        "memory"
+    ]
+    b_own = (await api.remember(user_id=USER, content="Agent b drafts the notes", agent_id="agent-b"))[
+        "memory"
+    ]
+    shared = (await api.remember(user_id=USER, content="Releases go out on Tuesdays"))["memory"]
+    await propose(api, "ops", b_own["id"], "agent-b")
+
+    listed = (await api.get("/v1/memories", user_id=USER, agent_id="agent-b")).json()["items"]
+    contents = sorted(m["content"] for m in listed)
+    assert contents == ["Agent b drafts the notes", "Agent b drafts the notes", "Releases go out on Tuesdays"]
+    everything = (await api.get("/v1/memories", user_id=USER)).json()["items"]
+    assert {m["id"] for m in everything} == {a_own["id"], b_own["id"], shared["id"]}  # as before: no space's
+
+    refused = await api.post("/v1/forget", {"user_id": USER, "memory_id": a_own["id"], "agent_id": "agent-b"})
+    assert refused.status_code == 404, refused.text
+    by_slot = await api.post("/v1/forget", {"user_id": USER, "subject": "codename", "agent_id": "agent-b"})
+    assert by_slot.json()["forgotten"] == []
+    assert (await api.memory(a_own["id"]))["status"] == "active"
+    mine = await api.post("/v1/forget", {"user_id": USER, "subject": "codename", "agent_id": "agent-a"})
+    assert mine.json()["forgotten"] == [a_own["id"]]
+
+
+async def test_a_chat_as_an_agent_writes_that_agents_private_memories(api: Api) -> None:
+    response = await api.post(
+        "/v1/chat", {"user_id": USER, "message": "I live in Porto", "session_id": "s1", "agent_id": "agent-b"}
+    )
+    assert response.status_code == 200, response.text
+    [written] = [c for c in response.json()["tool_calls"] if c["name"] == "remember"]
+    memory_id = written["result"]["id"]
+    assert any(
+        m["id"] == memory_id
+        for m in (await api.get("/v1/memories", user_id=USER, agent_id="agent-b")).json()["items"]
+    )
+    seen_by_a = (await api.get("/v1/memories", user_id=USER, agent_id="agent-a")).json()["items"]
+    assert memory_id not in [m["id"] for m in seen_by_a]
+    assert not any("Porto" in c for c in await recalled(api, "agent-a", "where do I live?"))
+    assert any("Porto" in c for c in await recalled(api, "agent-b", "where do I live?"))

@@ -136,6 +136,7 @@ class ListMemories(Request[MemoryPage]):
     q: str | None = None
     limit: int | None = None
     cursor: str | None = None
+    agent_id: str | None = None  # what that agent reads: its own, the user's and its spaces'
 
 
 class GetMemory(Request[Memory]):
@@ -247,6 +248,7 @@ class Forget(Request[Forgotten]):
     query: str | None = None
     subject: str | None = None
     filter: ForgetFilter | None = None
+    agent_id: str | None = None  # only that agent's own memories and the user's agent-less ones
 
 
 class GetStats(Request[Stats]):
@@ -278,6 +280,7 @@ class Chat(Request[ChatResult]):
     session_id: str | None = None
     project_id: str | None = None
     token_budget: int | None = None
+    agent_id: str | None = None  # the agent this chat is: its tools read and write as that agent
 
 
 class Message(msgspec.Struct):
