@@ -348,3 +348,15 @@ async def test_a_chat_as_an_agent_writes_that_agents_private_memories(api: Api) 
     assert memory_id not in [m["id"] for m in seen_by_a]
     assert not any("Porto" in c for c in await recalled(api, "agent-a", "where do I live?"))
     assert any("Porto" in c for c in await recalled(api, "agent-b", "where do I live?"))
+
+
+async def test_export_and_import_keep_a_memory_private_to_its_agent(api: Api, other_api: Api) -> None:
+    await api.remember(user_id=USER, content=SECRET_PLAN, agent_id="agent-a")
+    exported = await api.get("/v1/export", user_id=USER)
+    assert exported.status_code == 200, exported.text
+    [memory] = exported.json()["memories"]
+    assert memory["agent_id"] == "agent-a"
+    imported = await other_api.client.post("/v1/import", content=exported.content, headers=other_api.headers)
+    assert imported.status_code == 200, imported.text
+    assert SECRET_PLAN not in await recalled(other_api, "agent-b")
+    assert SECRET_PLAN in await recalled(other_api, "agent-a")
