@@ -9,14 +9,19 @@ neither list, grant, propose nor approve on these spaces, and its agents never r
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from litestar.testing import AsyncTestClient
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
+from app.lib.settings import Settings
+from app.main import create_app
 from app.tenancy import admin
 from tests.conftest import Api
+from tests.support.live_server import LiveServer
+from tests.support.mcp_client import mcp_over_http, structured
 
 USER = "alice"
 SECRET_PLAN = "The launch codename for the spring release is Bluebird"
@@ -360,3 +365,23 @@ async def test_export_and_import_keep_a_memory_private_to_its_agent(api: Api, ot
     assert imported.status_code == 200, imported.text
     assert SECRET_PLAN not in await recalled(other_api, "agent-b")
     assert SECRET_PLAN in await recalled(other_api, "agent-a")
+
+
+@pytest.fixture(scope="module")
+def served(settings: Settings) -> Iterator[str]:
+    with LiveServer(create_app(settings), name="engram-spaces-mcp") as server:
+        yield server.url
+
+
+async def test_an_mcp_session_acts_as_the_agent_its_client_names(served: str, api: Api) -> None:
+    await make_space(api, "ops", "agent-a", "agent-b", auto_approve=True)
+    async with mcp_over_http(served, api.key, user=USER, headers={"X-Engram-Agent": "agent-a"}) as client:
+        written = structured(await client.call_tool("remember", {"content": SECRET_PLAN}))
+    assert SECRET_PLAN in await recalled(api, "agent-a")
+    assert SECRET_PLAN not in await recalled(api, "agent-b")
+    async with mcp_over_http(served, api.key, user=USER, headers={"X-Engram-Agent": "agent-b"}) as client:
+        before = structured(await client.call_tool("recall", {"query": QUERY}))
+        await propose(api, "ops", written["id"], "agent-a")
+        after = structured(await client.call_tool("recall", {"query": QUERY}))
+    assert SECRET_PLAN not in before["context"]
+    assert SECRET_PLAN in after["context"]  # the space's copy, now that it is approved
