@@ -63,6 +63,7 @@ def merged_input(proposal: DreamProposal, targets: list[Memory]) -> RememberInpu
         observed_at=max(t.valid_from for t in targets),
         source=Source.DREAM,
         source_model=proposal.model,
+        agent_id=targets[0].agent_id,  # one agent's memories only (`stale_reason`)
     )
 
 
@@ -141,7 +142,7 @@ class DreamApplier:
             )
             await self.ctx.store.writes.lock([key])
         targets = await self.ctx.store.reads.get_many(proposal.target_ids, for_update=True)
-        reason = stale_reason(proposal, targets, now)
+        reason = stale_reason(proposal, targets, now) or await self._promotion_problem(proposal)
         if reason is not None:
             proposal.status = ProposalStatus.STALE
             proposal.payload = {**proposal.payload, "stale_reason": reason}
@@ -157,6 +158,18 @@ class DreamApplier:
             proposal.payload = {**proposal.payload, into: str(memory_id)}
         report.applied += 1
         report.results.append(ApplyOutcome(proposal.id, proposal.kind, "applied", None, memory_id))
+
+    async def _promotion_problem(self, proposal: DreamProposal) -> str | None:
+        """A promotion needs its space still there and its proposer still allowed to propose into it."""
+        if proposal.kind != ProposalKind.PROMOTE:
+            return None
+        space, agent = proposal.payload.get("space"), proposal.payload.get("agent_id")
+        if not isinstance(space, str) or await self.ctx.store.spaces.get(space) is None:
+            return f"space {space!r} does not exist"
+        grant = await self.ctx.store.spaces.grant_of(space, agent) if isinstance(agent, str) else None
+        if grant is None or not grant.can_propose:
+            return f"agent {agent!r} may no longer propose into space {space!r}"
+        return None
 
     def _event(self, memory: Memory, kind: EventKind, reason: str, details: dict[str, Any]) -> None:
         self._events.append(NewEvent.about(memory, kind, reason, details))

@@ -26,6 +26,8 @@ from tests.support.mcp_client import mcp_over_http, structured
 USER = "alice"
 SECRET_PLAN = "The launch codename for the spring release is Bluebird"
 QUERY = "what is the launch codename for the spring release?"
+COFFEE = "I drink coffee every morning"
+COFFEE_AGAIN = "Every morning I drink coffee"  # the offline dreamer proposes merging the two
 
 
 @pytest.fixture
@@ -385,3 +387,30 @@ async def test_an_mcp_session_acts_as_the_agent_its_client_names(served: str, ap
         after = structured(await client.call_tool("recall", {"query": QUERY}))
     assert SECRET_PLAN not in before["context"]
     assert SECRET_PLAN in after["context"]  # the space's copy, now that it is approved
+
+
+async def test_an_approved_merge_of_two_agents_memories_is_stale_not_shared(api: Api) -> None:
+    """Dreaming reads every agent's memories of the user; a merge across agents would make a private
+    memory the user's, so applying it is refused (stale) and both stay private."""
+    a = (await api.remember(user_id=USER, content=COFFEE, type="preference", agent_id="agent-a"))["memory"]
+    b = (await api.remember(user_id=USER, content=COFFEE_AGAIN, type="preference", agent_id="agent-b"))[
+        "memory"
+    ]
+    dreamt = (await api.post("/v1/dream", {"user_id": USER})).json()["proposals"]
+    [merge] = [p for p in dreamt if p["kind"] == "merge" and set(p["target_ids"]) == {a["id"], b["id"]}]
+    assert (await api.post(f"/v1/dream/proposals/{merge['id']}/approve")).status_code == 200
+    report = (await api.post("/v1/dream/apply", {"proposal_ids": [merge["id"]]})).json()
+    assert (report["merged"], report["stale"]) == (0, 1)
+    assert (await api.memory(a["id"]))["status"] == "active"
+    assert COFFEE not in await recalled(api, "agent-b", "how do I take my coffee?")
+
+
+async def test_a_promotion_whose_proposer_lost_its_grant_is_stale_when_approved(api: Api) -> None:
+    await make_space(api, "team", "agent-a", "agent-b")
+    source = (await api.remember(user_id=USER, content=SECRET_PLAN, agent_id="agent-a"))["memory"]
+    proposal = await propose(api, "team", source["id"], "agent-a")
+    await api.client.delete("/v1/spaces/team/grants/agent-a", headers=api.headers)
+    decided = (await api.post(f"/v1/dream/proposals/{proposal['id']}/approve")).json()
+    assert decided["status"] == "stale"
+    assert "agent-a" in decided["payload"]["stale_reason"]
+    assert SECRET_PLAN not in await recalled(api, "agent-b")
