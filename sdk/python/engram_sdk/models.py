@@ -361,6 +361,7 @@ class ExportedMemory(Model, kw_only=True):
     embed_model: str | None = None
     embedding: list[float] | None = None
     content_hash: str | None = None
+    agent_id: str | None = None  # private to this agent (absent: the user's own)
 
 
 class ExportedEvent(Model, kw_only=True):
