@@ -167,6 +167,12 @@ async def test_auto_approve_space_applies_the_promotion_at_once(api: Api) -> Non
     assert SECRET_PLAN in await recalled(api, "agent-b")
     trail = {e["kind"]: e for e in await events(api, source["id"])}
     assert trail["proposal_approved"]["actor"] == "policy:auto_approve"
+    # A person removes a space's memory by id, like any other.
+    removed = await api.client.delete(
+        f"/v1/memories/{proposal['payload']['promoted_into']}", headers=api.headers
+    )
+    assert removed.status_code == 200, removed.text
+    assert SECRET_PLAN not in await recalled(api, "agent-b")
 
 
 async def test_rejected_promotion_writes_nothing_into_the_space(pair: tuple[Api, Api]) -> None:
