@@ -26,6 +26,7 @@ from app.api.middleware import access_log_middleware, unrouted_access_log
 from app.api.operations import OperationsPlugin
 from app.api.portability import PortabilityController, PrivacyController, import_router
 from app.api.request import StrictJSONRequest
+from app.api.spaces import SpaceController
 from app.api.timeline import TimelineController
 from app.api.usage_series import UsageSeriesController
 from app.api.webhooks import EventStreamController, WebhookController
@@ -77,6 +78,8 @@ ROUTES = [
     # Change events (issue 25).
     WebhookController,
     EventStreamController,
+    # Shared spaces (issue 25).
+    SpaceController,
 ]
 
 

@@ -67,6 +67,7 @@ class Source(StrEnum):
     EXTRACT = "extract"
     IMPORT = "import"
     DREAM = "dream"
+    PROMOTION = "promotion"  # a space's memory, written when a promotion proposal was approved
 
 
 class EventKind(StrEnum):
@@ -88,6 +89,7 @@ class EventKind(StrEnum):
     PROPOSED = "proposed"
     PROPOSAL_APPROVED = "proposal_approved"  # a person decided a proposal naming this memory
     PROPOSAL_REJECTED = "proposal_rejected"
+    PROMOTED = "promoted"  # a memory was copied into a shared space (on the source and on the copy)
 
 
 class ProposalKind(StrEnum):
@@ -95,6 +97,7 @@ class ProposalKind(StrEnum):
     FORGET = "forget"
     RESALIENCE = "resalience"
     SUPERSEDE = "supersede"
+    PROMOTE = "promote"  # copy a memory into a shared space (app/spaces/)
 
 
 class ProposalStatus(StrEnum):
@@ -130,6 +133,10 @@ class Reach(StrEnum):
     ALL = "all"  # every memory of the user, whatever its project
 
 
+# The user_id of a shared space's memories: no API identifier is empty, so no user's scope matches them.
+SPACE_USER = ""
+
+
 @dataclass(frozen=True, slots=True)
 class Scope:
     """Whose memories a question is about: one tenant's user, and which of the user's projects.
@@ -143,6 +150,17 @@ class Scope:
     user_id: str
     project_id: str | None
     reach: Reach = Reach.ONLY
+    # An agent's view: its own memories and the user's agent-less ones; `own`: the agent's own only (its
+    # slots); `shared`: also the spaces the agent is granted. None: every agent's, and no space's.
+    agent_id: str | None = None
+    own: bool = False
+    shared: bool = False
+    space: str | None = None  # a shared space's own memories (user_id is then SPACE_USER)
+
+    @classmethod
+    def of_space(cls, tenant: TenantId, space: str) -> Scope:
+        """A shared space's memories: its slots, its supersession."""
+        return cls(tenant, SPACE_USER, None, space=space)
 
     @classmethod
     def of_user(

@@ -123,6 +123,7 @@ async def _remember(env: ToolEnv, calls: list[RememberArgs]) -> list[ToolResult]
             source=Source.AGENT,
             source_model=scope.source_model,
             source_message_id=scope.source_message_id,
+            agent_id=scope.agent_id,
         )
         for a in calls
     ]
@@ -164,6 +165,7 @@ async def _recall(env: ToolEnv, calls: list[RecallArgs]) -> list[ToolResult]:
                 include_sensitive=scope.include_sensitive,
                 as_of=args.as_of,
                 as_of_kind=AsOfKind(args.as_of_kind),
+                agent_id=scope.agent_id,
             )
         )
         memories = [
@@ -209,9 +211,10 @@ async def _forget(env: ToolEnv, calls: list[ForgetArgs]) -> list[ToolResult]:
 async def _forget_one(env: ToolEnv, args: ForgetArgs) -> list[uuid.UUID]:
     """By id; else by slot; else the closest memory; else recall the description, forget the top hit."""
     memory, user, why = env.memory, env.scope.user_id, "forgotten by the agent"
+    agent = env.scope.agent_id
     forgotten: list[uuid.UUID] = []
     if args.memory_id is not None:
-        forgotten = await memory.forget(user, memory_id=args.memory_id, reason=why)
+        forgotten = await memory.forget(user, memory_id=args.memory_id, reason=why, agent_id=agent)
     if not forgotten and args.subject:
         forgotten = await _try_forget(env, subject=args.subject)
     if not forgotten and args.description:
@@ -219,13 +222,20 @@ async def _forget_one(env: ToolEnv, args: ForgetArgs) -> list[uuid.UUID]:
     if not forgotten and args.description:
         recalled = await memory.recall(
             RecallInput(
-                user_id=user, query=args.description, project_id=env.scope.project_id, token_budget=512
+                user_id=user,
+                query=args.description,
+                project_id=env.scope.project_id,
+                token_budget=512,
+                agent_id=agent,
             )
         )
-        # Only a memory that shares a word with the description: never the nearest unrelated one.
-        hits = [m for m in recalled.memories if m.components.get("keyword", 0.0) > 0]
+        # Only a memory that shares a word with the description: never the nearest unrelated one; and
+        # the user's own (a shared space's memories are not an agent's to forget).
+        hits = [
+            m for m in recalled.memories if m.components.get("keyword", 0.0) > 0 and m.memory.user_id == user
+        ]
         if hits:
-            forgotten = await memory.forget(user, memory_id=hits[0].memory.id, reason=why)
+            forgotten = await memory.forget(user, memory_id=hits[0].memory.id, reason=why, agent_id=agent)
     return forgotten
 
 
@@ -234,7 +244,11 @@ async def _try_forget(
 ) -> list[uuid.UUID]:
     try:
         return await env.memory.forget(
-            env.scope.user_id, subject=subject, query=query, reason="forgotten by the agent"
+            env.scope.user_id,
+            subject=subject,
+            query=query,
+            reason="forgotten by the agent",
+            agent_id=env.scope.agent_id,
         )
     except EngramError:  # e.g. a subject too generic to be a slot: try the next way
         return []

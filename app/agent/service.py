@@ -58,6 +58,7 @@ class AgentService:
         session_id: str | None,
         project_id: str | None,
         token_budget: int | None,
+        agent_id: str | None = None,
     ) -> ChatOutcome:
         token_budget = token_budget or self.ctx.settings.default_token_budget
         if not message.strip():
@@ -75,7 +76,13 @@ class AgentService:
                 user_id=user_id, role="user", content=clean, project_id=project_id, session_id=session_id
             )
             recall = await self.memory.recall(
-                RecallInput(user_id=user_id, query=clean, project_id=project_id, token_budget=token_budget)
+                RecallInput(
+                    user_id=user_id,
+                    query=clean,
+                    project_id=project_id,
+                    token_budget=token_budget,
+                    agent_id=agent_id,
+                )
             )
             loop = AgentLoop(self.provider, self.offline, meter, self.max_turns, self.degrade)
             scope = ToolScope(
@@ -85,6 +92,7 @@ class AgentService:
                 source_model=self.provider.model,
                 source_message_id=stored.id,
                 token_budget=token_budget,
+                agent_id=agent_id,
             )
             tools = ToolEnv(self.ctx, self.memory, scope)
             result = await loop.run([*history, {"role": "user", "content": clean}], recall.context, tools)

@@ -50,6 +50,7 @@ class ToolScope:
     source_message_id: uuid.UUID | None
     token_budget: int
     include_sensitive: bool = False
+    agent_id: str | None = None  # the agent the session acts as (set by the request, never by the model)
 
 
 @dataclass(frozen=True, slots=True)

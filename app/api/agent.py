@@ -30,6 +30,7 @@ class ChatIn(Strict):
     session_id: Ident | None = None
     project_id: Ident | None = None
     token_budget: Annotated[int, msgspec.Meta(ge=1, le=32768)] | None = None
+    agent_id: Ident | None = None  # the agent this chat is: its tools read and write as that agent
 
 
 class ToolCallOut(msgspec.Struct, kw_only=True):
@@ -82,6 +83,7 @@ class AgentController(Controller):
             session_id=data.session_id,
             project_id=data.project_id,
             token_budget=data.token_budget,
+            agent_id=data.agent_id,
         )
         loop = outcome.loop
         return ChatOut(

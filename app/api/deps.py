@@ -19,6 +19,7 @@ from app.memory.service import MemoryService
 from app.memory.timeline import Timeline
 from app.portability.service import PortabilityService
 from app.privacy.erase import Eraser
+from app.spaces.service import SpaceService
 from app.state import Services
 from app.store.limits import Admission
 from app.store.usage import UsageRepository
@@ -110,6 +111,10 @@ async def provide_eraser(context: Context) -> Eraser:
     return Eraser(context)
 
 
+async def provide_spaces(context: Context) -> SpaceService:
+    return SpaceService(context)
+
+
 async def provide_usage_repository(context: Context) -> UsageRepository:
     return UsageRepository(context.session, context.tenant)
 
@@ -130,4 +135,5 @@ DEPENDENCIES = {
     "eraser": Provide(provide_eraser),
     "usage_repository": Provide(provide_usage_repository),
     "webhooks": Provide(provide_webhooks),
+    "spaces": Provide(provide_spaces),
 }

@@ -71,6 +71,7 @@ class MemoryController(Controller):
         cursor: MaybeIdent = None,
         as_of: FromQuery[datetime | None] = None,
         as_of_kind: FromQuery[AsOfKind] = AsOfKind.VALID,
+        agent_id: MaybeIdent = None,
     ) -> MemoryPage:
         page = await memory_service.list_memories(
             user_id,
@@ -83,6 +84,7 @@ class MemoryController(Controller):
             cursor=cursor,
             as_of=as_of,
             as_of_kind=as_of_kind,
+            agent_id=agent_id,
         )
         return MemoryPage(items=[MemoryOut.of(m) for m in page.items], next_cursor=page.next_cursor)
 
@@ -161,6 +163,7 @@ class RecallController(Controller):
             filter=None
             if f is None
             else ForgetFilter(f.older_than_days, f.salience_below, f.decayed_below, f.type),
+            agent_id=data.agent_id,
         )
         return ForgottenOut(forgotten=forgotten)
 

@@ -5,7 +5,8 @@
   instead of Litestar's `status_code/detail/extra`.
 - Every 4xx an operation can return: 401 and 429 (key, limits) on every /v1 operation; 400 and 422 where
   it reads parameters or a body; 413 where it reads a body; 404 where it names a resource; 409 on
-  writes (a concurrent change, the memories quota); 503 where an embedder or model is called.
+  writes (a concurrent change, the memories quota); 403 where an agent's grant on a space is checked;
+  503 where an embedder or model is called.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ _DONE = "x-engram-errors"
 _DESCRIPTIONS = {
     400: "Unreadable input: malformed or too deeply nested JSON, a bad query string",
     401: "Missing, malformed, invalid or revoked API key",
+    403: "The agent is not granted on the space, or may not propose into it",
     404: "No such resource for this tenant",
     409: "A concurrent change (retry), or the tenant's memories quota (`memory_quota_exceeded`)",
     413: "The body is larger than the service accepts",
@@ -38,7 +40,9 @@ _RETRY_AFTER = {
 _WRITES = {"post", "patch", "put", "delete"}
 _METHODS = {"get", "post", "patch", "put", "delete"}
 # Operations whose body names other resources (proposal ids) or that may write: 404 without a path id.
-_NAMES_RESOURCES = {("post", "/v1/dream/apply"), ("post", "/v1/erase")}
+_NAMES_RESOURCES = {("post", "/v1/dream/apply"), ("post", "/v1/erase"), ("post", "/v1/forget")}
+# Operations that check an agent's grant on a shared space.
+_CHECKS_GRANTS = {("post", "/v1/spaces/{space}/promotions")}
 # Operations that embed text or call a model.
 _PROVIDER_PREFIXES = ("/v1/memories", "/v1/recall", "/v1/forget", "/v1/chat", "/v1/import", "/v1/reembed")
 _PROVIDER_PATHS = {"/v1/dream"}
@@ -58,6 +62,8 @@ def error_statuses(method: str, path: str, operation: dict[str, Any]) -> list[in
         statuses.add(404)
     if method in _WRITES:
         statuses.add(409)
+    if (method, path) in _CHECKS_GRANTS:
+        statuses.add(403)
     if path.startswith(_PROVIDER_PREFIXES) or path in _PROVIDER_PATHS:
         statuses.add(503)
     return sorted(statuses)

@@ -48,6 +48,7 @@ class MemoryIn(Strict):
     pinned: bool = False
     observed_at: When | None = None
     summary: Text | None = None
+    agent_id: Ident | None = None  # private to this agent (None: the user's, seen by all their agents)
 
 
 MAX_BATCH = 1000
@@ -83,6 +84,7 @@ class RecallIn(Strict):
     explain: bool = True
     as_of: When | None = None  # what was current at this instant (RFC 3339 with an offset; future: now)
     as_of_kind: AsOfKind = AsOfKind.VALID
+    agent_id: Ident | None = None  # also the user's agent-less memories and the agent's granted spaces
 
 
 class ForgetFilterIn(Strict):
@@ -99,6 +101,7 @@ class ForgetIn(Strict):
     query: Text | None = None
     subject: Ident | None = None
     filter: ForgetFilterIn | None = None
+    agent_id: Ident | None = None  # only that agent's own memories and the user's agent-less ones
 
 
 class MemoryOut(MemoryView, kw_only=True):

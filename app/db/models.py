@@ -122,13 +122,20 @@ def _access(column: Any, tenant_id: Any, memory_id: Any) -> Any:
 
 class Memory(Base):
     __tablename__ = "memories"
-    __table_args__ = (ForeignKeyConstraint(["tenant_id"], ["tenants.id"], ondelete="CASCADE"),)
+    __table_args__ = (
+        ForeignKeyConstraint(["tenant_id"], ["tenants.id"], ondelete="CASCADE"),
+        ForeignKeyConstraint(["tenant_id", "space"], ["spaces.tenant_id", "spaces.name"]),
+    )
 
     tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
     user_id: Mapped[str] = mapped_column(String(200), nullable=False)
     project_id: Mapped[str | None] = mapped_column(String(200))
     session_id: Mapped[str | None] = mapped_column(String(200))
+    # NULL: the user's own memory, seen by every agent of the user; else private to that agent.
+    agent_id: Mapped[str | None] = mapped_column(String(200))
+    # A shared space's memory (user_id is then SPACE_USER); NULL for every user's memory.
+    space: Mapped[str | None] = mapped_column(String(100))
     type: Mapped[MemoryType] = mapped_column(_enum(MemoryType, 32), nullable=False)
     subject: Mapped[str | None] = mapped_column(String(200))
     content: Mapped[str] = mapped_column(Text, nullable=False)
@@ -218,6 +225,37 @@ class DreamProposal(Base):
     created_at: Mapped[datetime] = _now_column()
     decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     applied_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Space(Base):
+    """A tenant's shared scope (a team or a project): agents granted on it read its memories."""
+
+    __tablename__ = "spaces"
+    __table_args__ = (ForeignKeyConstraint(["tenant_id"], ["tenants.id"], ondelete="CASCADE"),)
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    description: Mapped[str | None] = mapped_column(String(200))
+    auto_approve: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default="false")
+    created_by: Mapped[str] = mapped_column(String(200), nullable=False)
+    created_at: Mapped[datetime] = _now_column()
+
+
+class SpaceGrant(Base):
+    """One agent's access to a space: it reads the space; `can_propose`: it may propose promotions."""
+
+    __tablename__ = "space_grants"
+    __table_args__ = (
+        ForeignKeyConstraint(["tenant_id"], ["tenants.id"], ondelete="CASCADE"),
+        ForeignKeyConstraint(["tenant_id", "space"], ["spaces.tenant_id", "spaces.name"], ondelete="CASCADE"),
+    )
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    space: Mapped[str] = mapped_column(String(100), primary_key=True)
+    agent_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    can_propose: Mapped[bool] = mapped_column(Boolean, nullable=False, server_default="true")
+    granted_by: Mapped[str] = mapped_column(String(200), nullable=False)
+    created_at: Mapped[datetime] = _now_column()
 
 
 class Message(Base):

@@ -24,6 +24,7 @@ from app.memory.slots import slot_lock_key
 from app.memory.writer import MemoryWriter
 from app.store.events import NewEvent
 from app.vocabulary import (
+    SPACE_USER,
     EventKind,
     MemoryStatus,
     MemoryType,
@@ -62,6 +63,26 @@ def merged_input(proposal: DreamProposal, targets: list[Memory]) -> RememberInpu
         observed_at=max(t.valid_from for t in targets),
         source=Source.DREAM,
         source_model=proposal.model,
+        agent_id=targets[0].agent_id,  # one agent's memories only (`stale_reason`)
+    )
+
+
+def promoted_input(proposal: DreamProposal, source: Memory) -> RememberInput:
+    """The space's copy of a promoted memory: what it says and its scores; no user, agent or project."""
+    return RememberInput(
+        user_id=SPACE_USER,
+        space=str(proposal.payload["space"]),
+        content=source.content,
+        type=source.type,
+        subject=source.subject,
+        summary=source.summary,
+        importance=source.importance,
+        confidence=source.confidence,
+        privacy=source.privacy,
+        tags=list(source.tags),
+        expires_at=source.expires_at,
+        observed_at=source.valid_from,
+        source=Source.PROMOTION,
     )
 
 
@@ -74,6 +95,7 @@ class DreamApplier:
             ProposalKind.FORGET: self._forget,
             ProposalKind.RESALIENCE: self._resalience,
             ProposalKind.SUPERSEDE: self._supersede,
+            ProposalKind.PROMOTE: self._promote,
         }
 
     async def apply(
@@ -120,7 +142,7 @@ class DreamApplier:
             )
             await self.ctx.store.writes.lock([key])
         targets = await self.ctx.store.reads.get_many(proposal.target_ids, for_update=True)
-        reason = stale_reason(proposal, targets, now)
+        reason = stale_reason(proposal, targets, now) or await self._promotion_problem(proposal)
         if reason is not None:
             proposal.status = ProposalStatus.STALE
             proposal.payload = {**proposal.payload, "stale_reason": reason}
@@ -132,9 +154,22 @@ class DreamApplier:
         proposal.status = ProposalStatus.APPLIED
         proposal.applied_at = now
         if memory_id is not None:
-            proposal.payload = {**proposal.payload, "merged_into": str(memory_id)}
+            into = "promoted_into" if proposal.kind == ProposalKind.PROMOTE else "merged_into"
+            proposal.payload = {**proposal.payload, into: str(memory_id)}
         report.applied += 1
         report.results.append(ApplyOutcome(proposal.id, proposal.kind, "applied", None, memory_id))
+
+    async def _promotion_problem(self, proposal: DreamProposal) -> str | None:
+        """A promotion needs its space still there and its proposer still allowed to propose into it."""
+        if proposal.kind != ProposalKind.PROMOTE:
+            return None
+        space, agent = proposal.payload.get("space"), proposal.payload.get("agent_id")
+        if not isinstance(space, str) or await self.ctx.store.spaces.get(space) is None:
+            return f"space {space!r} does not exist"
+        grant = await self.ctx.store.spaces.grant_of(space, agent) if isinstance(agent, str) else None
+        if grant is None or not grant.can_propose:
+            return f"agent {agent!r} may no longer propose into space {space!r}"
+        return None
 
     def _event(self, memory: Memory, kind: EventKind, reason: str, details: dict[str, Any]) -> None:
         self._events.append(NewEvent.about(memory, kind, reason, details))
@@ -214,3 +249,25 @@ class DreamApplier:
         old, new = by_id[proposal.payload["superseded"]], by_id[proposal.payload["successor"]]
         self._retire(old, new, proposal, now)
         report.superseded += 1
+
+    async def _promote(
+        self, proposal: DreamProposal, targets: list[Memory], report: ApplyReport, now: datetime
+    ) -> uuid.UUID:
+        """Write the space's copy through the write path (redaction, supersession within the space)."""
+        [source] = targets
+        [result] = await MemoryWriter(self.ctx).remember_many([promoted_input(proposal, source)])
+        payload = proposal.payload
+        details = {
+            "proposal_id": str(proposal.id),
+            "proposal_kind": str(proposal.kind),
+            "space": payload["space"],
+            "proposed_by": payload.get("proposed_by"),
+            "proposer_agent": payload.get("agent_id"),
+            "proposer_user": proposal.user_id,
+            "approved_by": payload.get("decided_by", self.ctx.actor),
+        }
+        space = payload["space"]
+        reason = f"promoted into space {space} ({result.action})"
+        self._event(source, EventKind.PROMOTED, reason, {**details, "promoted_to": str(result.memory.id)})
+        self._event(result.memory, EventKind.PROMOTED, reason, {**details, "promoted_from": str(source.id)})
+        return result.memory.id

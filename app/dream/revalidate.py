@@ -55,4 +55,6 @@ def stale_reason(proposal: DreamProposal, targets: Mapping[uuid.UUID, Memory], n
             return f"memory {tid} has expired"
         if isinstance(prints, dict) and prints.get(str(tid)) != fingerprint(memory):
             return f"memory {tid} changed after the proposal was made"
+    if proposal.kind == ProposalKind.MERGE and len({targets[t].agent_id for t in proposal.target_ids}) > 1:
+        return "the memories belong to different agents: merging them would share a private memory"
     return _payload_problem(proposal.kind, payload, list(proposal.target_ids))

@@ -178,8 +178,11 @@ class DreamService:
         keyset = Keyset.parse(cursor, limit, uuid.UUID)
         return await self.ctx.store.proposals.page(self._scope(user_id, project_id), keyset, status=status)
 
-    async def decide(self, proposal_id: uuid.UUID, *, approve: bool) -> DreamProposal:
-        """Approve (from proposed) or reject (from proposed or approved); repeating a decision is a no-op."""
+    async def decide(self, proposal_id: uuid.UUID, *, approve: bool, by: str | None = None) -> DreamProposal:
+        """Approve (from proposed) or reject (from proposed or approved); repeating a decision is a no-op.
+
+        `by`: who decided, when not the request's actor (a tenant policy). An approved promotion is
+        applied at once: approving it is what makes the memory visible in its space."""
         proposal = await self.ctx.store.proposals.get(proposal_id, for_update=True)
         if proposal is None:
             raise NotFound(f"proposal {proposal_id} not found")
@@ -192,9 +195,12 @@ class DreamService:
             raise Conflict(f"the proposal is {proposal.status}; it can no longer be {verb}")
         proposal.status = target
         proposal.decided_at = self.ctx.clock.now()
-        proposal.payload = {**proposal.payload, "decided_by": self.ctx.actor}
+        decided_by = by or self.ctx.actor
+        proposal.payload = {**proposal.payload, "decided_by": decided_by}
         await self.ctx.store.flush()
-        await self.ctx.store.events.record(*_decision_events(proposal, approve=approve))
+        await self.ctx.store.events.record(*_decision_events(proposal, approve=approve, by=decided_by))
+        if approve and proposal.kind == ProposalKind.PROMOTE:
+            await self.apply(proposal_ids=[proposal.id])
         return proposal
 
     async def apply(
@@ -204,11 +210,11 @@ class DreamService:
         return await DreamApplier(self.ctx).apply(user_id=user_id, proposal_ids=proposal_ids)
 
 
-def _decision_events(proposal: DreamProposal, *, approve: bool) -> list[NewEvent]:
+def _decision_events(proposal: DreamProposal, *, approve: bool, by: str) -> list[NewEvent]:
     """A decision is an event of every memory the proposal names (who decided is the event's actor)."""
     kind = EventKind.PROPOSAL_APPROVED if approve else EventKind.PROPOSAL_REJECTED
     details = {"proposal_id": str(proposal.id), "proposal_kind": str(proposal.kind)}
     return [
-        NewEvent(target, proposal.user_id, proposal.project_id, kind, None, details)
+        NewEvent(target, proposal.user_id, proposal.project_id, kind, None, details, actor=by)
         for target in proposal.target_ids
     ]

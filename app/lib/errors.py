@@ -27,6 +27,11 @@ class Unauthorized(EngramError):
     code = "unauthorized"
 
 
+class Forbidden(EngramError):
+    status_code = 403
+    code = "forbidden"
+
+
 class NotFound(EngramError):
     status_code = 404
     code = "not_found"

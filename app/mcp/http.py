@@ -9,6 +9,8 @@
   server-side session. That is what lets `engram serve --workers N` serve `/mcp`: consecutive requests
   of one client may reach different worker processes, and none needs state another one holds.
 - The user: the `X-Engram-User` header, else the `user_id` query parameter, else `ENGRAM_MCP_USER`.
+  The agent: the `X-Engram-Agent` header, else the `agent_id` query parameter, else none (set by the
+  client's configuration like the user, never by a tool's arguments).
 - The app's lifespan runs the SDK's session manager (`McpHttp.lifespan`).
 """
 
@@ -29,14 +31,16 @@ from mcp.server.transport_security import TransportSecuritySettings
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.lib.errors import Unauthorized
-from app.mcp.local import Caller, LocalRunner, check_user
+from app.mcp.local import Caller, LocalRunner, check_agent, check_user
 from app.mcp.server import build_server
 from app.state import Services
 from app.tenancy.auth import authenticate
 
 PATH = "/mcp"
 USER_HEADER = b"x-engram-user"
+AGENT_HEADER = b"x-engram-agent"
 _USER: ContextVar[str | None] = ContextVar("engram_mcp_user", default=None)
+_AGENT: ContextVar[str | None] = ContextVar("engram_mcp_agent", default=None)
 
 
 class KeyVerifier:
@@ -61,15 +65,16 @@ def _current_caller(default_user: str) -> Caller:
     if token is None:  # the bearer middleware lets no unauthenticated request through
         raise Unauthorized("missing Authorization header (expected 'Bearer <api key>')")
     requested = _USER.get()
-    return Caller(key=token.token, user_id=default_user if requested is None else check_user(requested))
+    user_id = default_user if requested is None else check_user(requested)
+    return Caller(key=token.token, user_id=user_id, agent_id=check_agent(_AGENT.get()))
 
 
-def _requested_user(scope: Scope) -> str | None:
+def _requested(scope: Scope, header: bytes, parameter: str) -> str | None:
     for name, value in scope.get("headers", []):
-        if name == USER_HEADER:
+        if name == header:
             return str(value.decode("latin-1"))
     query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-    return query["user_id"][0] if query.get("user_id") else None
+    return query[parameter][0] if query.get(parameter) else None
 
 
 async def _no_stream(send: Send) -> None:
@@ -116,11 +121,13 @@ class McpHttp:
             # forever. The transport's answer for "no SSE stream here" is a 405.
             await _no_stream(send)
             return
-        token = _USER.set(_requested_user(scope))
+        user = _USER.set(_requested(scope, USER_HEADER, "user_id"))
+        agent = _AGENT.set(_requested(scope, AGENT_HEADER, "agent_id"))
         try:
             await self.app(scope, receive, send)  # type: ignore[arg-type]
         finally:
-            _USER.reset(token)
+            _AGENT.reset(agent)
+            _USER.reset(user)
 
     def route(self) -> ASGIRouteHandler:
         async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:

@@ -36,6 +36,7 @@ class Caller:
 
     key: str
     user_id: str
+    agent_id: str | None = None  # the agent the session is (its private memories, its granted spaces)
 
 
 def check_user(user_id: str) -> str:
@@ -43,6 +44,13 @@ def check_user(user_id: str) -> str:
     if not user_id.strip() or len(user_id) > 200 or "\x00" in user_id:
         raise ValidationFailed("the MCP user must be 1 to 200 characters, without NUL bytes")
     return user_id
+
+
+def check_agent(agent_id: str | None) -> str | None:
+    """The session's agent (None: the user's view, every agent's memories), checked like `agent_id`."""
+    if agent_id is not None and (not agent_id or len(agent_id) > 200 or "\x00" in agent_id):
+        raise ValidationFailed("the MCP agent must be 1 to 200 characters, without NUL bytes")
+    return agent_id
 
 
 class _Refused(Exception):
@@ -118,6 +126,7 @@ class LocalRunner:
             source_model=SOURCE_MODEL,
             source_message_id=None,
             token_budget=services.settings.default_token_budget,
+            agent_id=caller.agent_id,
         )
         chat = yielding(services.chat, admitted) if services.chat is not None else None
         env = ToolEnv(ctx, MemoryService(ctx), scope, chat=chat)

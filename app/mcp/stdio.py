@@ -90,6 +90,8 @@ def bridge(upstream: Client) -> Server[Any]:
 
 async def serve_remote(url: str, caller: Caller, seconds_per_call: float) -> None:
     headers = {"Authorization": f"Bearer {caller.key}", "X-Engram-User": caller.user_id}
+    if caller.agent_id is not None:
+        headers["X-Engram-Agent"] = caller.agent_id
     async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(seconds_per_call)) as http:
         probe = await http.post(
             f"{url.rstrip('/')}/mcp",

@@ -22,7 +22,15 @@ async def supersede_mentioned(ctx: RequestContext, new: Memory, previous_value: 
         return None  # too vague, or the new fact still states the old value: not a replacement
     user = Scope.of_user(ctx.tenant, new.user_id, None)
     candidates = await ctx.store.writes.live_mentioning(user, value, exclude=new.id)
-    old = next((m for m in candidates if m.project_id in (None, new.project_id)), None)
+    # An agent's correction replaces only its own memory (its slots are its own, as in the write path).
+    old = next(
+        (
+            m
+            for m in candidates
+            if m.project_id in (None, new.project_id) and (new.agent_id is None or m.agent_id == new.agent_id)
+        ),
+        None,
+    )
     if old is None:
         return None
     if is_protected(old.status, old.type):

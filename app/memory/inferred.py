@@ -32,6 +32,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from app.language.analysis import analyse
 from app.language.rules import LABEL_PREFIX
 from app.memory.deadlines import deadline_expiry
+from app.memory.intake import item_scope
 from app.memory.models import RememberInput
 from app.memory.slots import normalise_subject
 from app.store.writes import WriteStore
@@ -127,7 +128,7 @@ async def infer_slots(
         subject = reading.subject
         if subject is None and reading.replaces:
             subject = _slot_in_batch(out, item, reading.replaces) or await _slot_in_store(
-                writes, Scope(tenant, item.user_id, item.project_id), item.type, reading.replaces
+                writes, item_scope(tenant, item), item.type, reading.replaces
             )
         expires_at = item.expires_at
         # A `temporary` write already lapses by the service's rule (DESIGN.md: 1 day by default).

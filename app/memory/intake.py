@@ -20,7 +20,7 @@ from app.vocabulary import MemoryStatus, MemoryType, Scope
 def check(item: RememberInput, index: int | None, max_chars: int) -> None:
     """Refuse what the payload's types cannot: empty or oversized text, NUL bytes, ranges, times."""
     where = "" if index is None else f"items[{index}]."
-    if not item.user_id.strip():
+    if not item.user_id.strip() and item.space is None:
         raise ValidationFailed(f"{where}user_id must not be empty")
     if not item.content.strip():
         raise ValidationFailed(f"{where}content must not be empty")
@@ -72,6 +72,11 @@ class Prepared:
         return (self.subject, self.item.type) if self.subject is not None else None
 
 
+def item_scope(tenant: TenantId, item: RememberInput) -> Scope:
+    """The slot an item lives in: its project exactly, and its agent's or its space's own memories."""
+    return Scope(tenant, item.user_id, item.project_id, agent_id=item.agent_id, own=True, space=item.space)
+
+
 def prepare(item: RememberInput, tenant: TenantId, now: datetime, temporary_ttl: int) -> Prepared:
     content = redact(item.content)
     summary = redact(item.summary) if item.summary else None
@@ -84,7 +89,7 @@ def prepare(item: RememberInput, tenant: TenantId, now: datetime, temporary_ttl:
     )
     return Prepared(
         item=item,
-        scope=Scope(tenant, item.user_id, item.project_id),
+        scope=item_scope(tenant, item),
         content=content.text,
         summary=summary.text if summary else None,
         subject=subject,
@@ -104,6 +109,8 @@ def new_memory(p: Prepared, vector: list[float], now: datetime, embed_model: str
         user_id=item.user_id,
         project_id=item.project_id,
         session_id=item.session_id,
+        agent_id=item.agent_id,
+        space=item.space,
         type=item.type,
         subject=p.subject,
         content=p.content,

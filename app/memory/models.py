@@ -31,6 +31,8 @@ class RememberInput:
     source: Source = Source.API
     source_model: str | None = None
     source_message_id: uuid.UUID | None = None
+    agent_id: str | None = None  # private to this agent; None: the user's, seen by all their agents
+    space: str | None = None  # a shared space's memory (only promotion writes one; user_id is '')
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +57,7 @@ class RecallInput:
     explain: bool = True
     as_of: datetime | None = None  # what was current at this instant (a future one is now)
     as_of_kind: AsOfKind = AsOfKind.VALID
+    agent_id: str | None = None  # the agent's own, the user's agent-less and its granted spaces' memories
 
 
 @dataclass(frozen=True, slots=True)

@@ -67,7 +67,14 @@ class Recaller:
         latency["embed"] = _ms(started)
 
         now = ctx.clock.now()
-        scope = Scope(ctx.tenant, request.user_id, request.project_id, Reach.WITH_GLOBAL)
+        scope = Scope(
+            ctx.tenant,
+            request.user_id,
+            request.project_id,
+            Reach.WITH_GLOBAL,
+            agent_id=request.agent_id,
+            shared=request.agent_id is not None,
+        )
         moment = moment_of(request, now)
         candidates, items, use_index = await self._candidates(request, scope, vector, now, moment, latency)
 

@@ -4,6 +4,7 @@ the request's unit of work commits (or rolls back on any error)."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -75,12 +76,17 @@ class MemoryService:
         cursor: str | None = None,
         as_of: datetime | None = None,
         as_of_kind: AsOfKind = AsOfKind.VALID,
+        agent_id: str | None = None,
     ) -> Page[Memory]:
-        """One page of a user's memories; with `as_of`, of those current at that instant."""
+        """One page of a user's memories; with `as_of`, of those current at that instant; `agent_id`:
+        what that agent reads (its own, the user's agent-less, its granted spaces')."""
         keyset = Keyset.parse(cursor, limit, uuid.UUID)
         at = self._instant(as_of, as_of_kind)
+        scope = Scope.of_user(self.ctx.tenant, user_id, project_id)
+        if agent_id is not None:
+            scope = replace(scope, agent_id=agent_id, shared=True)
         return await self.ctx.store.reads.page(
-            Scope.of_user(self.ctx.tenant, user_id, project_id),
+            scope,
             keyset,
             status=status,
             mtype=mtype,
@@ -164,7 +170,14 @@ class MemoryService:
                     "forget the successor first to restore this one"
                 )
         if memory.subject is not None:
-            scope = Scope(self.ctx.tenant, memory.user_id, memory.project_id)
+            scope = Scope(
+                self.ctx.tenant,
+                memory.user_id,
+                memory.project_id,
+                agent_id=memory.agent_id,
+                own=True,
+                space=memory.space,
+            )
             current = await self.ctx.store.writes.slot_currents(scope, [(memory.subject, memory.type)])
             if current and current[0].id != memory.id:
                 raise Conflict(f"slot '{memory.subject}' already has a current memory: {current[0].id}")
@@ -181,15 +194,18 @@ class MemoryService:
         subject: str | None = None,
         filter: ForgetFilter | None = None,
         reason: str | None = None,
+        agent_id: str | None = None,
     ) -> list[uuid.UUID]:
-        """Soft forget: status `forgotten`, excluded everywhere, the audit trail kept."""
+        """Soft forget: status `forgotten`, excluded everywhere, the audit trail kept. `agent_id`: only
+        what that agent may change (its own memories and the user's agent-less ones)."""
         given = sum(x is not None for x in (memory_id, query, subject, filter))
         if given != 1:
             raise ValidationFailed("give exactly one of memory_id, query, subject, filter")
         targets: list[Memory]
         if memory_id is not None:
             memory = await self.ctx.store.reads.get(memory_id, for_update=True)
-            if memory is None or memory.user_id != user_id:
+            hidden = agent_id is not None and memory is not None and memory.agent_id not in (None, agent_id)
+            if memory is None or memory.user_id != user_id or hidden:
                 raise NotFound(f"memory {memory_id} not found")
             targets = [memory] if memory.status in LIVE_STATUSES else []
         elif query is not None:
@@ -204,6 +220,8 @@ class MemoryService:
         else:
             assert filter is not None
             targets = await self._filtered(Scope.of_user(self.ctx.tenant, user_id, project_id), filter)
+        if agent_id is not None:
+            targets = [m for m in targets if m.agent_id in (None, agent_id)]
         now = self.ctx.clock.now()
         for memory in targets:
             memory.status = MemoryStatus.FORGOTTEN

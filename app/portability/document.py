@@ -80,6 +80,7 @@ class ExportedMemory(_Strict, kw_only=True):
     embed_model: Ident | None = None
     embedding: Vector | None = None
     content_hash: Digest | None = None  # informational: import recomputes it from the (redacted) content
+    agent_id: Ident | None = None  # private to this agent (absent: the user's own)
 
 
 class ExportedEvent(_Strict, kw_only=True):

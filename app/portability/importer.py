@@ -195,6 +195,7 @@ class Importer:
             user_id=m.user_id,
             project_id=m.project_id,
             session_id=m.session_id,
+            agent_id=m.agent_id,
             type=str(m.type),
             subject=normalise_subject(_text(m.subject)),
             content=row.content,

@@ -10,6 +10,7 @@
 | `access.py` | access counts (reinforcement), and the background batches that write them |
 | `reads.py` | a memory by id, lists, the live memories of a scope, stats |
 | `proposals.py` | dream proposals: stored, paged, locked for apply |
+| `spaces.py` | shared spaces and the agents granted on them |
 | `pages.py` | keyset pagination over (created_at, id), shared by every list |
 | `maintenance.py`, `portability.py`, `erase.py` | the lifecycle sweep, export/import/re-embed, erase |
 
@@ -26,6 +27,7 @@ from app.store.candidates import RecallStore
 from app.store.events import EventRecorder
 from app.store.proposals import ProposalStore
 from app.store.reads import MemoryReads
+from app.store.spaces import SpaceStore
 from app.store.writes import WriteStore
 from app.tenancy.types import TenantId
 
@@ -42,6 +44,7 @@ class Store:
         self.events = EventRecorder(session, tenant, actor)
         self.access = AccessStore(session, tenant)
         self.proposals = ProposalStore(session, tenant)
+        self.spaces = SpaceStore(session, tenant)
 
     async def flush(self) -> None:
         """Send pending ORM changes now, so a failure surfaces before the response (services flush,

@@ -15,7 +15,7 @@ from sqlalchemy.orm import InstrumentedAttribute
 
 from app.db.models import Memory
 from app.tenancy.types import TenantId
-from app.vocabulary import LIVE_STATUSES
+from app.vocabulary import LIVE_STATUSES, SPACE_USER
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,9 +36,10 @@ class Directory:
         """User ids in order, after `after`; `limit + 1` rows so the caller knows whether more follow.
 
         Grouped in the order of `ix_memories_scope` (tenant_id, user_id, ...), so a page reads its
-        users' index entries and stops.
+        users' index entries and stops. A shared space's memories (user_id '', the least string) are
+        no user's.
         """
-        return await self._holdings(Memory.user_id, [], after=after, limit=limit)
+        return await self._holdings(Memory.user_id, [Memory.user_id > SPACE_USER], after=after, limit=limit)
 
     async def projects(self, user_id: str, *, after: str | None, limit: int) -> list[Holding]:
         """A user's project ids in order, after `after` (global memories, project_id null, are not one)."""

@@ -47,8 +47,8 @@ class ScopeSizes:
 
     def __init__(self, *, remember_from: int = 1_000, ttl_seconds: float = 60.0, capacity: int = 10_000):
         self.remember_from, self.ttl, self.capacity = remember_from, ttl_seconds, capacity
-        self._sizes: dict[tuple[str, str, str | None, str, int], tuple[float, int, float]] = {}
-        self._stats: dict[tuple[str, str, str | None, str], tuple[float, TextStats]] = {}
+        self._sizes: dict[tuple[object, ...], tuple[float, int, float]] = {}
+        self._stats: dict[tuple[object, ...], tuple[float, TextStats]] = {}
 
     async def plan(
         self, store: RecallStore, scope: Scope, now: datetime, exact_max: int, min_share: float
@@ -63,7 +63,7 @@ class ScopeSizes:
 
     async def size(self, store: RecallStore, scope: Scope, now: datetime, cap: int) -> tuple[int, float]:
         """(live rows in scope counted up to `cap`, the table's estimated rows), counted or remembered."""
-        key = (str(scope.tenant), scope.user_id, scope.project_id, scope.reach, cap)
+        key = (*_identity(scope), cap)
         known = self._sizes.get(key)
         if known is not None and time.monotonic() - known[0] < self.ttl:
             return known[1], known[2]
@@ -76,7 +76,7 @@ class ScopeSizes:
 
     async def text_stats(self, store: RecallStore, scope: Scope, now: datetime) -> TextStats:
         """BM25's scope statistics, counted or (scopes of `remember_from` rows and more) remembered."""
-        key = (str(scope.tenant), scope.user_id, scope.project_id, scope.reach)
+        key = _identity(scope)
         known = self._stats.get(key)
         if known is not None and time.monotonic() - known[0] < self.ttl:
             return known[1]
@@ -86,6 +86,11 @@ class ScopeSizes:
                 self._stats.clear()
             self._stats[key] = (time.monotonic(), stats)
         return stats
+
+
+def _identity(scope: Scope) -> tuple[object, ...]:
+    """What a remembered count is about: an agent's view (its own, its spaces') is a scope of its own."""
+    return (str(scope.tenant), scope.user_id, scope.project_id, scope.reach, scope.agent_id, scope.shared)
 
 
 SCOPE_SIZES = ScopeSizes()

@@ -76,6 +76,15 @@ class ProposalStore:
         )
         return list((await self.session.scalars(query)).all())
 
+    async def open_about(self, memory_id: uuid.UUID) -> list[DreamProposal]:
+        """Proposed or approved proposals that name this memory."""
+        query = select(DreamProposal).where(
+            DreamProposal.tenant_id == self.tenant,
+            DreamProposal.target_ids.contains([memory_id]),
+            DreamProposal.status.in_(OPEN_STATUSES),
+        )
+        return list((await self.session.scalars(query)).all())
+
     async def for_apply(
         self, *, user_id: str | None = None, ids: Sequence[uuid.UUID] | None = None
     ) -> list[DreamProposal]:

@@ -3,7 +3,8 @@
 Every statement that asks about a scope (recall's candidates, the write path's lookups, lists, dreams,
 exports, erases) takes its filter from `scope_sql`, whether it is hand-written SQL (recall, tuned to its
 indexes) or an ORM query (`scope_clause`). The named parameters are `:tenant`, `:user_id`,
-`:project_id` and `:now` (`scope_params`).
+`:project_id` and `:now` (`scope_params`), plus `:agent_id` and `:space` for an agent's or a space's
+scope (only then: a scope without them is the same SQL as before agents and spaces existed).
 """
 
 from __future__ import annotations
@@ -29,11 +30,31 @@ def scope_sql(scope: Scope, *, table: str = "memories", live: bool = False, unex
         parts.append(
             f"{t}.project_id IS NULL" if scope.project_id is None else f"{t}.project_id = :project_id"
         )
+    if scope.space is not None:
+        parts.append(f"{t}.space = :space")
+    if scope.agent_id is not None:
+        parts = [parts[0], _agent_sql(scope, t, parts[1:])]
     if live:
         parts.append(_LIVE.format(t=t))
     if unexpired:
         parts.append(f"({t}.expires_at IS NULL OR {t}.expires_at > :now)")
     return " AND ".join(parts)
+
+
+def _agent_sql(scope: Scope, t: str, user_parts: list[str]) -> str:
+    """An agent's part of the scope: its own memories (`own`: only those, its slots), else also the
+    user's agent-less ones; `shared`: or a memory of a space the agent is granted."""
+    mine = f"{t}.agent_id = :agent_id"
+    if not scope.own:
+        mine = f"({t}.agent_id IS NULL OR {mine})"
+    own = " AND ".join([*user_parts, mine])
+    if not scope.shared:
+        return own
+    granted = (
+        f"{t}.space IN (SELECT g.space FROM space_grants g"
+        " WHERE g.tenant_id = :tenant AND g.agent_id = :agent_id)"
+    )
+    return f"(({own}) OR ({t}.user_id = '' AND {granted}))"
 
 
 def scope_params(scope: Scope, now: datetime | None = None) -> dict[str, Any]:
@@ -42,6 +63,10 @@ def scope_params(scope: Scope, now: datetime | None = None) -> dict[str, Any]:
         "user_id": scope.user_id,
         "project_id": scope.project_id,
     }
+    if scope.agent_id is not None:
+        params["agent_id"] = scope.agent_id
+    if scope.space is not None:
+        params["space"] = scope.space
     if now is not None:
         params["now"] = now
     return params

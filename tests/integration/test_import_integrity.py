@@ -61,7 +61,7 @@ INTEGRITY_422: dict[str, tuple[Mutation, str]] = {
     "supersession-cycle": (cycle, "supersedes"),
     "event-of-unknown-memory": (event(memory_id=NOWHERE), "memory_id"),
     "event-of-another-user": (event(user_id="mallory"), "user_id"),
-    "event-unknown-kind": (event(kind="promoted"), "kind"),
+    "event-unknown-kind": (event(kind="teleported"), "kind"),  # ("promoted" is a kind now: issue 25)
     "event-from-the-future": (event(created_at=FUTURE), "created_at"),
 }
 

@@ -35,6 +35,7 @@ LAYERS = {
     "app.portability": 8,
     "app.privacy": 8,
     "app.webhooks": 8,
+    "app.spaces": 8,
     "app.memory": 7,
     "app.context": 6,
     "app.store": 5,

@@ -266,7 +266,7 @@ class Proposal(Model):
     id: uuid.UUID
     user_id: str
     project_id: str | None
-    kind: str  # merge | forget | resalience | supersede
+    kind: str  # merge | forget | resalience | supersede | promote
     target_ids: list[uuid.UUID]
     payload: dict[str, Any]
     rationale: str | None
@@ -368,6 +368,7 @@ class ExportedMemory(Model, kw_only=True):
     embed_model: str | None = None
     embedding: list[float] | None = None
     content_hash: str | None = None
+    agent_id: str | None = None  # private to this agent (absent: the user's own)
 
 
 class ExportedEvent(Model, kw_only=True):
@@ -462,3 +463,27 @@ class ChangeEvent(Model):
 
 
 DeliveryPage = Page[Delivery]
+
+
+# --- shared spaces --------------------------------------------------------------------------------------
+
+
+class SpaceGrant(Model):
+    space: str
+    agent_id: str
+    can_propose: bool
+    granted_by: str
+    created_at: datetime
+
+
+class Space(Model):
+    name: str
+    description: str | None
+    auto_approve: bool
+    created_by: str
+    created_at: datetime
+    grants: list[SpaceGrant]
+
+
+class SpaceList(Model):
+    items: list[Space]

@@ -154,6 +154,12 @@ class Operations:
     iter_dead_letters = Pages(r.ListDeadLetters)
     redeliver = Operation(r.Redeliver)
     stream_events = Events(r.StreamEvents)
+    # shared spaces
+    create_space = Operation(r.CreateSpace)
+    list_spaces = Operation(r.ListSpaces)
+    grant_space = Operation(r.GrantSpace)
+    revoke_space = Operation(r.RevokeSpace)
+    propose_promotion = Operation(r.ProposePromotion)
     # service
     health = Operation(r.GetHealth)
     ready = Operation(r.GetReady)

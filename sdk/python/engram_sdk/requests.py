@@ -46,6 +46,9 @@ from engram_sdk.models import (
     ReembedResult,
     RememberResult,
     Role,
+    Space,
+    SpaceGrant,
+    SpaceList,
     Stats,
     Usage,
     UsageSeries,
@@ -106,6 +109,7 @@ class NewMemory(msgspec.Struct, omit_defaults=True):
     pinned: bool | None = None
     observed_at: datetime | None = None  # when the fact was said (importing past conversations)
     summary: str | None = None
+    agent_id: str | None = None  # private to this agent; unset: the user's, seen by all their agents
 
 
 class Remember(NewMemory, Request[RememberResult]):
@@ -135,6 +139,7 @@ class ListMemories(Request[MemoryPage]):
     cursor: str | None = None
     as_of: datetime | None = None  # the memories current at this instant (timezone-aware)
     as_of_kind: AsOfKind | None = None  # default valid
+    agent_id: str | None = None  # what that agent reads: its own, the user's and its spaces'
 
 
 class GetMemory(Request[Memory]):
@@ -228,6 +233,7 @@ class Recall(Request[RecallResult]):
     explain: bool | None = None
     as_of: datetime | None = None  # recall what was current at this instant (timezone-aware)
     as_of_kind: AsOfKind | None = None  # valid (default) or recorded
+    agent_id: str | None = None  # this agent's, the user's agent-less and its granted spaces' memories
 
 
 class ForgetFilter(msgspec.Struct, omit_defaults=True):
@@ -249,6 +255,7 @@ class Forget(Request[Forgotten]):
     query: str | None = None
     subject: str | None = None
     filter: ForgetFilter | None = None
+    agent_id: str | None = None  # only that agent's own memories and the user's agent-less ones
 
 
 class GetStats(Request[Stats]):
@@ -280,6 +287,7 @@ class Chat(Request[ChatResult]):
     session_id: str | None = None
     project_id: str | None = None
     token_budget: int | None = None
+    agent_id: str | None = None  # the agent this chat is: its tools read and write as that agent
 
 
 class Message(msgspec.Struct):
@@ -492,3 +500,47 @@ class StreamEvents(Request[ChangeEvent]):
     route = Route("GET", "/v1/events/stream")
     user_id: str | None = None
     after: int | None = None
+
+
+# --- shared spaces --------------------------------------------------------------------------------------
+
+
+class CreateSpace(Request[Space]):
+    """A shared space (a team or a project) of the tenant; `auto_approve`: promotions need no person."""
+
+    route = Route("POST", "/v1/spaces")
+    name: str
+    description: str | None = None
+    auto_approve: bool | None = None
+
+
+class ListSpaces(Request[SpaceList]):
+    """The tenant's spaces, each with the agents granted on it."""
+
+    route = Route("GET", "/v1/spaces")
+
+
+class GrantSpace(Request[SpaceGrant]):
+    """Let an agent read a space (and, unless `can_propose=False`, propose promotions into it)."""
+
+    route = Route("POST", "/v1/spaces/{space}/grants")
+    space: str
+    agent_id: str
+    can_propose: bool | None = None
+
+
+class RevokeSpace(Request[SpaceGrant]):
+    """Take an agent's grant on a space away; returns the revoked grant."""
+
+    route = Route("DELETE", "/v1/spaces/{space}/grants/{agent_id}")
+    space: str
+    agent_id: str
+
+
+class ProposePromotion(Request[Proposal]):
+    """Propose a memory for a space: pending until `approve_proposal` (at once if the space auto-approves)."""
+
+    route = Route("POST", "/v1/spaces/{space}/promotions")
+    space: str
+    memory_id: Id
+    agent_id: str
