@@ -6,9 +6,10 @@ time the ONNX runtime is asked for, and cached as ``<cache>/<model>-<key>.onnx``
 The key hashes the weights, the model's config and pipeline files and this module's export format, so
 changed weights (or a changed export) make a new file instead of reusing a stale one.
 
-The export is accepted only if its embeddings of a fixed set of texts (batched and one by one) are
-within `MIN_COSINE` of sentence-transformers' on the same weights; the reference vectors are kept in
-the record, and a cached export is checked against them again every time it is loaded. A failed check
+The export runs in a child process (``python -m app.embeddings.onnx_child``: tracing holds the GIL
+for seconds). It is accepted only if its embeddings of a fixed set of texts (batched and one by one)
+are within `MIN_COSINE` of sentence-transformers' on the same weights; the reference vectors are kept
+in the record, and an export is checked against them again every time it is loaded. A failed check
 raises `OnnxUnavailable` and the caller falls back to torch. Concurrent starts (``--workers N``)
 export once: the export runs under an exclusive file lock, and files appear by atomic rename.
 """
@@ -20,6 +21,8 @@ import fcntl
 import hashlib
 import json
 import os
+import subprocess
+import sys
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -46,6 +49,8 @@ MIN_COSINE = 1.0 - 1e-3
 # Bump when the exported graph changes (inputs, pooling, opset): old cache files are then ignored.
 EXPORT_FORMAT = 1
 OPSET = 17
+CHILD = "app.embeddings.onnx_child"  # the export's entry point (a module the package never imports)
+EXPORT_TIMEOUT_S = 900  # a first start on a loaded 2-core box took 25 s
 PIPELINE = [
     "sentence_transformers.models.Transformer",
     "sentence_transformers.models.Pooling",
@@ -143,29 +148,76 @@ def prepare_onnx(
     with _exclusive(graph.with_suffix(".lock")):
         if graph.is_file() and record_file.is_file():
             try:
-                record = json.loads(record_file.read_text())
-                cached = encoder(graph)
-                _check(cached, record["texts"], record["vectors"])
-                return cached
+                return _load_checked(encoder, graph, record_file)[0]
             except Exception as exc:  # noqa: BLE001 - a damaged file, or an onnxruntime that computes otherwise
                 log.warning(
                     "onnx_cached_export_rejected", reason=f"{type(exc).__name__}: {exc}", path=str(graph)
                 )
-        return _export_checked(model_dir, graph, record_file, key, encoder)
+        started = time.perf_counter()
+        _export_in_child(model_dir, graph, record_file, key)
+        try:
+            loaded, lowest = _load_checked(encoder, graph, record_file)
+        except Exception:
+            graph.unlink(missing_ok=True)  # refused here: not kept for the next start either
+            record_file.unlink(missing_ok=True)
+            raise
+        log.info("onnx_exported", path=str(graph), seconds=round(time.perf_counter() - started, 2),
+                 lowest_cosine=round(lowest, 7))  # fmt: skip
+        return loaded
 
 
-def _export_checked(
-    model_dir: Path, graph: Path, record_file: Path, key: str, encoder: Callable[[Path], OnnxEncoder]
-) -> OnnxEncoder:
-    started = time.perf_counter()
+def _load_checked(
+    encoder: Callable[[Path], OnnxEncoder], graph: Path, record_file: Path
+) -> tuple[OnnxEncoder, float]:
+    """The export at `graph`, checked against the reference vectors of its record."""
+    record = json.loads(record_file.read_text())
+    if record.get("format") != EXPORT_FORMAT:
+        raise OnnxUnavailable(f"the record is of export format {record.get('format')}, not {EXPORT_FORMAT}")
+    loaded = encoder(graph)
+    return loaded, _check(loaded, record["texts"], record["vectors"])
+
+
+def _export_in_child(model_dir: Path, graph: Path, record_file: Path, key: str) -> None:
+    """Run the export in a process of its own: tracing holds the GIL for seconds at a time, which would
+    stall this process's event loop (and a worker's health check: uvicorn kills a worker that does not
+    answer within 5 s); torch's exporter and the reference model also stay out of the service's memory.
+    Its stderr is this process's (JSON log lines); its stdout, the outcome."""
+    command = [sys.executable, "-m", CHILD, str(model_dir), str(graph), str(record_file), key]
+    quiet = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    try:
+        done = subprocess.run(  # noqa: S603 - this interpreter, this module, paths we chose
+            command,
+            stdout=subprocess.PIPE,
+            text=True,
+            timeout=EXPORT_TIMEOUT_S,
+            check=False,
+            env={**os.environ, **quiet},
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise OnnxUnavailable(f"the export took longer than {EXPORT_TIMEOUT_S} s") from exc
+    lines = done.stdout.strip().splitlines()
+    try:
+        outcome = json.loads(lines[-1]) if lines else {}
+    except ValueError:
+        outcome = {}
+    if done.returncode != 0 or "lowest_cosine" not in outcome:
+        reason = outcome.get("error", "no outcome reported")
+        raise OnnxUnavailable(f"the export failed (exit {done.returncode}): {reason}")
+
+
+def export_files(model_dir: Path, graph: Path, record_file: Path, key: str) -> float:
+    """Export `model_dir` to `graph` and its record, checked against sentence-transformers on the same
+    weights before either appears under its name; the lowest cosine of the check."""
     reference = load_sentence_transformer(model_dir)
     vectors: list[list[float]] = reference.encode(
         CHECK_TEXTS, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
     ).tolist()
+    max_length = pipeline_max_length(model_dir)
     partial = graph.with_name(f"{graph.name}.{os.getpid()}.partial")
     try:
         export_graph(model_dir, partial)
-        lowest = _check(encoder(partial), CHECK_TEXTS, vectors)
+        trial = OnnxEncoder(partial, model_dir / "tokenizer.json", max_seq_length=max_length, threads=1)
+        lowest = _check(trial, CHECK_TEXTS, vectors)
         os.replace(partial, graph)
     finally:
         partial.unlink(missing_ok=True)
@@ -173,13 +225,7 @@ def _export_checked(
     partial_record = record_file.with_name(f"{record_file.name}.{os.getpid()}.partial")
     partial_record.write_text(json.dumps(record))
     os.replace(partial_record, record_file)
-    log.info(
-        "onnx_exported",
-        path=str(graph),
-        seconds=round(time.perf_counter() - started, 2),
-        lowest_cosine=round(lowest, 7),
-    )
-    return encoder(graph)
+    return lowest
 
 
 def export_graph(model_dir: Path, target: Path) -> None:
