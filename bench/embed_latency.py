@@ -35,14 +35,15 @@ def _ms(started: float) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-async def measure(n_queries: int, n_facts: int) -> dict[str, Any]:
+async def measure(owner_url: str, app_url: str, n_queries: int, n_facts: int) -> dict[str, Any]:
+    """Every path, interleaved, against a database whose migrations ran (outside this event loop)."""
     import httpx
 
     from app.embeddings.local import MODEL_NAME, LocalEmbedder, bundled_model_path
     from app.embeddings.onnx_export import prepare_onnx
     from app.embeddings.torch_encoder import load_sentence_transformer, set_torch_threads
     from app.lib.settings import Settings
-    from bench.common import bench_database, percentiles
+    from bench.common import percentiles
     from bench.peers.data import facts, queries
     from bench.peers.run import create_tenant
     from bench.perf.http import serve
@@ -56,46 +57,45 @@ async def measure(n_queries: int, n_facts: int) -> dict[str, Any]:
     embedder = await LocalEmbedder.load(path, threads=threads, cache_dir=data_dir / "models")
     texts = [f"{q.text} ({i})" for i, q in enumerate(queries(n_queries + WARMUP, 2))]
     samples: dict[str, list[float]] = {"torch_plain": [], "onnx_plain": [], "in_process": [], "service": []}
-    with bench_database() as (owner_url, app_url):
-        _, key = await create_tenant(owner_url)
-        extra = {"ENGRAM_EMBEDDER": "local", "ENGRAM_DATA_DIR": str(data_dir)}
-        with serve(owner_url, app_url, extra, startup_s=300) as server:
-            headers = {"Authorization": f"Bearer {key}"}
-            async with httpx.AsyncClient(base_url=server.base, headers=headers, timeout=60) as client:
-                items = [{"user_id": f.user_id, "content": f.text} for f in facts(n_facts, 2)]
-                (await client.post("/v1/memories/batch", json={"items": items})).raise_for_status()
-                user = items[0]["user_id"]
+    _, key = await create_tenant(owner_url)
+    extra = {"ENGRAM_EMBEDDER": "local", "ENGRAM_DATA_DIR": str(data_dir)}
+    with serve(owner_url, app_url, extra, startup_s=300) as server:
+        headers = {"Authorization": f"Bearer {key}"}
+        async with httpx.AsyncClient(base_url=server.base, headers=headers, timeout=60) as client:
+            items = [{"user_id": f.user_id, "content": f.text} for f in facts(n_facts, 2)]
+            (await client.post("/v1/memories/batch", json={"items": items})).raise_for_status()
+            user = items[0]["user_id"]
 
-                async def torch_plain(text: str) -> float:
-                    started = time.perf_counter()
-                    torch_model.encode([text], normalize_embeddings=True, convert_to_numpy=True)
-                    return _ms(started)
+            async def torch_plain(text: str) -> float:
+                started = time.perf_counter()
+                torch_model.encode([text], normalize_embeddings=True, convert_to_numpy=True)
+                return _ms(started)
 
-                async def onnx_plain(text: str) -> float:
-                    started = time.perf_counter()
-                    onnx.encode([text])
-                    return _ms(started)
+            async def onnx_plain(text: str) -> float:
+                started = time.perf_counter()
+                onnx.encode([text])
+                return _ms(started)
 
-                async def in_process(text: str) -> float:
-                    started = time.perf_counter()
-                    await embedder.embed([text])
-                    return _ms(started)
+            async def in_process(text: str) -> float:
+                started = time.perf_counter()
+                await embedder.embed([text])
+                return _ms(started)
 
-                async def service(text: str) -> float:
-                    response = await client.post("/v1/recall", json={"user_id": user, "query": text})
-                    response.raise_for_status()
-                    return float(response.json()["trace"]["latency_ms"]["embed"])
+            async def service(text: str) -> float:
+                response = await client.post("/v1/recall", json={"user_id": user, "query": text})
+                response.raise_for_status()
+                return float(response.json()["trace"]["latency_ms"]["embed"])
 
-                steps: list[tuple[str, Callable[[str], Awaitable[float]]]] = [
-                    ("torch_plain", torch_plain), ("onnx_plain", onnx_plain),
-                    ("in_process", in_process), ("service", service),
-                ]  # fmt: skip
-                for i, text in enumerate(texts):
-                    shift = i % len(steps)
-                    for name, step in steps[shift:] + steps[:shift]:
-                        value = await step(f"{text} [{name}]")  # distinct texts: no cache answers
-                        if i >= WARMUP:
-                            samples[name].append(value)
+            steps: list[tuple[str, Callable[[str], Awaitable[float]]]] = [
+                ("torch_plain", torch_plain), ("onnx_plain", onnx_plain),
+                ("in_process", in_process), ("service", service),
+            ]  # fmt: skip
+            for i, text in enumerate(texts):
+                shift = i % len(steps)
+                for name, step in steps[shift:] + steps[:shift]:
+                    value = await step(f"{text} [{name}]")  # distinct texts: no cache answers
+                    if i >= WARMUP:
+                        samples[name].append(value)
     await embedder.aclose()
     return {
         "threads": threads,
@@ -135,10 +135,11 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--facts", type=int, default=200)
     args = parser.parse_args()
-    from bench.common import machine, write_results
+    from bench.common import bench_database, machine, write_results
 
     start = os.getloadavg()
-    payload = asyncio.run(measure(args.queries, args.facts))
+    with bench_database() as (owner_url, app_url):
+        payload = asyncio.run(measure(owner_url, app_url, args.queries, args.facts))
     payload["load_average"] = {
         "start": [round(x, 2) for x in start],
         "end": [round(x, 2) for x in os.getloadavg()],

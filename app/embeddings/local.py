@@ -140,6 +140,7 @@ class LocalEmbedder:
     def __init__(self, encoder: Encoder, *, max_batch_texts: int = 64) -> None:
         """Wrap a loaded runtime; prefer :meth:`load`, which does the slow part off the loop."""
         self._encoder: Encoder | None = encoder
+        self._runtime, self._threads = encoder.runtime, encoder.threads  # still answered once closed
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-embed")
         self._batcher = MicroBatcher(self._encode, max_texts=max_batch_texts)
 
@@ -202,12 +203,12 @@ class LocalEmbedder:
     @property
     def runtime(self) -> str:
         """The runtime in use: ``onnx`` or ``torch``."""
-        return self._live().runtime
+        return self._runtime
 
     @property
     def threads(self) -> int:
         """Intra-op threads each encode runs with (0: the runtime's default)."""
-        return self._live().threads
+        return self._threads
 
     @property
     def stats(self) -> BatchStats:
