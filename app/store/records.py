@@ -40,6 +40,8 @@ class MemoryView(msgspec.Struct, kw_only=True):
     source_model: str | None
     source_message_id: uuid.UUID | None
     embed_model: str | None
+    agent_id: str | None = None  # the agent whose private memory this is (None: the user's own)
+    space: str | None = None  # the shared space it lives in (None: a user's memory)
 
 
 class MemoryRecord(MemoryView, kw_only=True):

@@ -145,6 +145,10 @@ async def test_promotion_is_pending_until_approved_then_granted_agents_recall_it
     assert copy["content"] == SECRET_PLAN
     assert copy["source"] == "promotion"
     assert copy["user_id"] == ""
+    assert copy["space"] == "launch-team"
+    assert copy["agent_id"] is None
+    assert source["agent_id"] == "agent-a"
+    assert source["space"] is None
 
 
 async def test_revoked_agent_no_longer_recalls_the_space(api: Api) -> None:
