@@ -6,14 +6,18 @@ database. `engram serve` is the usual way to run the service; this is for other 
 
 from __future__ import annotations
 
+import os
+
 from litestar import Litestar
 
 from app.lib.settings import Settings
 from app.main import create_app
-from app.serve import configure_header_timeout
+from app.serve import SUPERVISED_ENV, configure_header_timeout, exit_with_parent
 
 
 def app_factory() -> Litestar:
+    if os.environ.get(SUPERVISED_ENV):  # a worker of `engram serve --workers N`: it ends with its supervisor
+        exit_with_parent()
     settings = Settings()
     configure_header_timeout(settings.header_timeout_s)  # `engram serve --workers N` serves with its protocol
     return create_app(settings, serving=True)

@@ -12,8 +12,11 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 import socket
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
@@ -121,6 +124,23 @@ def multiprocess_metrics() -> Iterator[None]:
         shutil.rmtree(path, ignore_errors=True)
 
 
+SUPERVISED_ENV = "ENGRAM_SUPERVISED"  # set for the workers of `engram serve --workers N`
+
+
+def exit_with_parent(interval_s: float = 0.5) -> None:
+    """Stop this worker (SIGTERM: a graceful shutdown) once its supervisor is gone. A supervisor killed
+    with SIGKILL cannot stop its workers, and they went on serving the shared port and holding
+    database connections, orphaned, until killed by hand."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(interval_s)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="engram-parent-watch", daemon=True).start()
+
+
 def run(
     sock: socket.socket,
     workers: int,
@@ -141,6 +161,7 @@ def run(
             uvicorn.Server(config).run(sockets=[sock])
             return
         os.environ.update(environment)  # the workers' settings come from the environment
+        os.environ[SUPERVISED_ENV] = "1"
         with multiprocess_metrics():
             config = uvicorn.Config("app.asgi:app_factory", factory=True, workers=workers, **common)  # type: ignore[arg-type]
             Multiprocess(config, sockets=[sock]).run()

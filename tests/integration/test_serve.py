@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -66,3 +69,35 @@ def test_two_workers_serve_one_port_and_write_only_json_lines(database: TestData
         assert "event" in record
         assert "level" in record
     assert any(json.loads(line).get("logger", "").startswith("sentence_transformers") for line in lines)
+
+
+def test_workers_stop_when_their_supervisor_is_killed(database: TestDatabase, tmp_path: Path) -> None:
+    port = free_port()
+    env = serve_env(database, tmp_path, ENGRAM_EMBEDDER="hash")
+    with serving(["--port", str(port), "--workers", "2"], env, tmp_path) as process:
+        wait_ready(port, process)
+        workers = [
+            int(pid)
+            for pid in subprocess.run(
+                ["pgrep", "-P", str(process.pid)], capture_output=True, text=True, check=False
+            ).stdout.split()
+        ]
+        assert workers
+        process.kill()  # SIGKILL: the supervisor cannot stop its workers itself
+        process.wait(timeout=30)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and any(_alive(pid) for pid in workers):
+            time.sleep(0.2)
+    orphans = [pid for pid in workers if _alive(pid)]
+    for pid in orphans:  # leave nothing running whatever the outcome
+        os.kill(pid, signal.SIGKILL)
+    assert not orphans, "orphaned workers kept running"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split(")")[-1].split()[0] == "Z")  # a zombie is gone
