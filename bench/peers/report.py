@@ -53,7 +53,7 @@ def dataset_table(d: dict[str, Any]) -> list[str]:
         _row("results returned (mean, min) when 10 exist", [_returned(x) for x in s]),
         _row("overlap of results with exact top-10", [_overlap(x.get("overlap")) for x in s]),
         _row(
-            "overlap of cosine candidates with exact top-10",
+            "overlap of cosine candidates with the exact top-10 of the stored vectors",
             [_overlap(x.get("candidate_overlap")) for x in s],
         ),
     ]

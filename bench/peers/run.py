@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import statistics
 import time
@@ -94,6 +95,23 @@ class Engram(InProcess):
             await self._service(session, tenant).remember_many(
                 [RememberInput(user_id=f.user_id, content=f.text) for f in items]
             )
+
+    async def stored_vectors(self, tenant: TenantId, fact_list: list[Fact]) -> tuple[list[Fact], np.ndarray]:
+        """The facts Engram holds live (a fact another one superseded is not a candidate) and the vectors
+        it stored for them: what its exact scan compares (the runtime that made them may differ from the
+        bench's own torch encodings by up to 1e-3)."""
+        async with self.maker() as session, session.begin():
+            await set_tenant(session, tenant)
+            rows = await session.execute(
+                text(
+                    "SELECT content, embedding::text AS v FROM memories"
+                    " WHERE tenant_id = :t AND status IN ('active', 'pinned')"
+                ),
+                {"t": tenant},
+            )
+            stored = {content: np.array(json.loads(v), dtype=np.float32) for content, v in rows}
+        live = [f for f in fact_list if f.text in stored]
+        return live, np.stack([stored[f.text] for f in live])
 
     async def cosine_candidates(self, tenant: TenantId, query: Query, vector: list[float]) -> list[str]:
         """Texts of the cosine half of recall's candidates (exact plan: these scopes are small)."""
@@ -337,6 +355,7 @@ async def query_phase(
     returned: dict[str, list[float]] = {s: [] for s in systems}
     overlaps: dict[str, list[float]] = {s: [] for s in systems}
     candidate_overlaps: list[float] = []
+    live, stored = await engram.stored_vectors(tenant, fact_list)  # the candidates' exactness: against these
     plain_ms: list[float] = []
     service_embed_ms: list[float] = []
     headers = {"Authorization": f"Bearer {key}"}
@@ -419,7 +438,8 @@ async def query_phase(
                 if measured:
                     vector = (await embedder.embed([query.text]))[0]
                     got = await engram.cosine_candidates(tenant, query, vector)
-                    candidate_overlaps.append(overlap(got, exact))
+                    mine = exact_top_k(live, stored, query, np.asarray(vector, dtype=np.float32), K)
+                    candidate_overlaps.append(overlap(got, mine))
         finally:
             if client is not None:
                 await client.aclose()

@@ -95,7 +95,10 @@ def test_the_summary_puts_systems_side_by_side_with_the_load() -> None:
     assert "| | mem0 (in-process) | Engram in-process |" in markdown
     assert "| recall / search p50 / p95 / p99 ms | 9.5 / 20 / 30 | 9.5 / 20 / 30 |" in markdown
     assert "| batch adds per second | - | 300 |" in markdown
-    assert "| overlap of cosine candidates with exact top-10 | - | 1.00 (min 1.00) |" in markdown
+    assert (
+        "| overlap of cosine candidates with the exact top-10 of the stored vectors | - | 1.00 (min 1.00) |"
+        in markdown
+    )
     assert "plain script" in markdown
     assert "Engram HTTP" not in markdown
     assert markdown.endswith("- a note\n")
