@@ -56,6 +56,8 @@ class Eraser:
         messages = await self.repo.delete_messages(scope, sources)
         memories = await self.repo.delete_memories(ids)
         usage = await self.repo.delete_usage(user_id) if project_id is None else 0
+        if project_id is None:
+            await self.repo.forget_promoter(user_id)
         receipt = EraseReceipt(user_id, project_id, memories, messages, events, proposals, usage)
         # The scope keeps no audit trail, but webhooks still hear of the erase (ids only, no content).
         await WebhookStore(self.ctx.session, self.ctx.tenant).enqueue(

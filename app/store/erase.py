@@ -80,6 +80,18 @@ class EraseStore:
             )
         return _count(await self.session.execute(delete(MemoryEvent).where(condition)))
 
+    async def forget_promoter(self, user_id: str) -> int:
+        """A shared space's copies stay with the space, but their `promoted` events stop naming the erased
+        user as the one the memory came from."""
+        proposer = MemoryEvent.details["proposer_user"].astext
+        result = await self.session.execute(
+            update(MemoryEvent)
+            .where(MemoryEvent.tenant_id == self.tenant, proposer == user_id)
+            .values(details=MemoryEvent.details.op("-")("proposer_user"))
+            .execution_options(synchronize_session=False)
+        )
+        return _count(result)
+
     async def delete_proposals(self, scope: Scope | None, ids: Sequence[uuid.UUID]) -> int:
         """Proposals of the scope, and any proposal naming an erased memory (its payload may quote it)."""
         names_one = DreamProposal.target_ids.op("&&")(literal(list(ids), ARRAY(UUID(as_uuid=True))))

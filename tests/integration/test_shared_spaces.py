@@ -8,6 +8,7 @@ neither list, grant, propose nor approve on these spaces, and its agents never r
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -424,3 +425,20 @@ async def test_a_promotion_whose_proposer_lost_its_grant_is_stale_when_approved(
     assert decided["status"] == "stale"
     assert "agent-a" in decided["payload"]["stale_reason"]
     assert SECRET_PLAN not in await recalled(api, "agent-b")
+
+
+async def test_erasing_a_user_keeps_the_spaces_copy_but_its_audit_no_longer_names_the_user(api: Api) -> None:
+    await make_space(api, "kept", "agent-a", "agent-b", auto_approve=True)
+    source = (await api.remember(user_id="leaver", content=SECRET_PLAN, agent_id="agent-a"))["memory"]
+    proposal = await propose(api, "kept", source["id"], "agent-a")
+    copy_id = proposal["payload"]["promoted_into"]
+    before = next(e for e in await events(api, copy_id) if e["kind"] == "promoted")
+    assert before["details"]["proposer_user"] == "leaver"
+
+    erased = await api.post("/v1/users/leaver/erase")
+    assert erased.status_code == 200, erased.text
+    assert (await api.get(f"/v1/memories/{source['id']}")).status_code == 404
+    assert (await api.memory(copy_id))["content"] == SECRET_PLAN  # approved into the space: the space's
+    after = await events(api, copy_id)
+    assert after, "the space copy's audit trail is kept"
+    assert all("leaver" not in json.dumps(e) for e in after)
