@@ -16,8 +16,9 @@ from app.serve import SUPERVISED_ENV, configure_header_timeout, exit_with_parent
 
 
 def app_factory() -> Litestar:
-    if os.environ.get(SUPERVISED_ENV):  # a worker of `engram serve --workers N`: it ends with its supervisor
-        exit_with_parent()
+    supervisor = os.environ.get(SUPERVISED_ENV)  # a worker of `engram serve --workers N`
+    if supervisor and supervisor.isdigit():
+        exit_with_parent(int(supervisor))  # it ends with its supervisor
     settings = Settings()
     configure_header_timeout(settings.header_timeout_s)  # `engram serve --workers N` serves with its protocol
     return create_app(settings, serving=True)

@@ -124,17 +124,17 @@ def multiprocess_metrics() -> Iterator[None]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-SUPERVISED_ENV = "ENGRAM_SUPERVISED"  # set for the workers of `engram serve --workers N`
+SUPERVISED_ENV = "ENGRAM_SUPERVISOR_PID"  # the workers of `engram serve --workers N`: whose they are
 
 
-def exit_with_parent(interval_s: float = 0.5) -> None:
+def exit_with_parent(supervisor: int, interval_s: float = 0.5) -> None:
     """Stop this worker (SIGTERM: a graceful shutdown) once its supervisor is gone. A supervisor killed
     with SIGKILL cannot stop its workers, and they went on serving the shared port and holding
-    database connections, orphaned, until killed by hand."""
-    parent = os.getppid()
+    database connections, orphaned, until killed by hand. The supervisor's pid comes from the
+    environment: a worker that starts after its supervisor died is already another process's child."""
 
     def watch() -> None:
-        while os.getppid() == parent:
+        while os.getppid() == supervisor:
             time.sleep(interval_s)
         os.kill(os.getpid(), signal.SIGTERM)
 
@@ -161,7 +161,7 @@ def run(
             uvicorn.Server(config).run(sockets=[sock])
             return
         os.environ.update(environment)  # the workers' settings come from the environment
-        os.environ[SUPERVISED_ENV] = "1"
+        os.environ[SUPERVISED_ENV] = str(os.getpid())
         with multiprocess_metrics():
             config = uvicorn.Config("app.asgi:app_factory", factory=True, workers=workers, **common)  # type: ignore[arg-type]
             Multiprocess(config, sockets=[sock]).run()
