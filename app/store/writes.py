@@ -9,11 +9,12 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Float, Integer, column, select, text, tuple_
+from sqlalchemy import Float, Integer, Text, column, select, text, tuple_
 from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Memory
+from app.store.bm25 import lexemes_of
 from app.store.scope import scope_clause, scope_params, scope_sql
 from app.store.sql import (
     ACCESS_JOIN,
@@ -25,6 +26,15 @@ from app.store.sql import (
 )
 from app.tenancy.types import TenantId
 from app.vocabulary import MemoryType, Scope
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbour:
+    """A live memory near a new one: its cosine with it and its lexemes (app.memory.similarity)."""
+
+    memory: Memory
+    cosine: float
+    lexemes: dict[str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,9 +94,10 @@ class WriteStore:
         *,
         index_dim: int | None = None,
         ef_search: int = 100,
-    ) -> list[tuple[Memory, float] | None]:
-        """Each query's nearest live memory and its cosine, in one statement: an exact scan per query, or
-        with `index_dim` the per-model HNSW index (large scopes)."""
+        k: int = 1,
+    ) -> list[list[Neighbour]]:
+        """Each query's `k` nearest live memories, nearest first, with their cosines and lexemes, in one
+        statement: an exact scan per query, or with `index_dim` the per-model HNSW index (large scopes)."""
         if not queries:
             return []
         if index_dim is None:
@@ -111,11 +122,11 @@ class WriteStore:
                         WHERE {scope_sql(scope, live=True)} AND type = q.mtype AND {model_filter}
                           AND embedding IS NOT NULL
                           AND (q.subject IS NULL OR subject IS NULL OR subject = q.subject)
-                        ORDER BY distance LIMIT 1) x)
-                SELECT {MEMORY_SQL}, nn.ord AS ord, 1 - nn.distance AS cosine
+                        ORDER BY distance LIMIT :k) x)
+                SELECT {MEMORY_SQL}, nn.ord AS ord, 1 - nn.distance AS cosine, m.content_tsv::text AS tsv
                 FROM memories m JOIN nn ON nn.id = m.id {ACCESS_JOIN}
                 WHERE m.tenant_id = :tenant AND m.id = ANY (ARRAY(SELECT id FROM nn))"""
-        ).columns(*MEMORY_ATTRIBUTES, column("ord", Integer), column("cosine", Float))
+        ).columns(*MEMORY_ATTRIBUTES, column("ord", Integer), column("cosine", Float), column("tsv", Text))
         params = {
             **scope_params(scope),
             "embed_model": embed_model,
@@ -123,13 +134,27 @@ class WriteStore:
             "types": [str(q.type) for q in queries],
             "subjects": [q.subject for q in queries],
             "vecs": [vector_literal(q.vector) for q in queries],
+            "k": k,
         }
-        query = select(Memory, sql.selected_columns.ord, sql.selected_columns.cosine).from_statement(sql)
-        found: list[tuple[Memory, float] | None] = [None] * len(queries)
-        for memory, ord_, cosine in (await self.session.execute(query, params)).all():
+        columns = sql.selected_columns
+        query = select(Memory, columns.ord, columns.cosine, columns.tsv).from_statement(sql)
+        found: list[list[Neighbour]] = [[] for _ in queries]
+        for memory, ord_, cosine, tsv in (await self.session.execute(query, params)).all():
             if cosine is not None:
-                found[ord_] = (memory, float(cosine))
+                found[ord_].append(Neighbour(memory, float(cosine), lexemes_of(tsv)))
+        for neighbours in found:
+            neighbours.sort(key=lambda n: -n.cosine)
         return found
+
+    async def lexemes(self, texts: Sequence[str]) -> list[dict[str, int]]:
+        """Each text's lexemes and their tf, as a memory's `content_tsv` would hold them."""
+        if not texts:
+            return []
+        sql = text(
+            "SELECT to_tsvector('english', t)::text FROM unnest(CAST(:texts AS text[])) WITH ORDINALITY"
+            " AS u(t, n) ORDER BY n"
+        )
+        return [lexemes_of(tsv) for tsv in (await self.session.scalars(sql, {"texts": list(texts)})).all()]
 
     async def slotted_mentioning(
         self, scope: Scope, mtype: MemoryType, value: str, limit: int = 5
