@@ -163,7 +163,8 @@ class Settings(BaseSettings):
     recency_half_life_days: float = 30.0
     temporary_ttl_seconds: int = 86400
     # Forget-by-query forgets the memory recall ranks first among those whose similarity
-    # (app.memory.similarity) reaches this. None: the embedder's review threshold. Was ..._MIN_COSINE.
+    # (app.memory.similarity) reaches this. None: halfway between recall's floor and the embedder's
+    # review threshold (app.memory.similarity.forget_floor). Was ENGRAM_FORGET_QUERY_MIN_COSINE.
     forget_query_min_similarity: float | None = Field(
         default=None,
         ge=0,

@@ -55,8 +55,8 @@ class _ScopeView:
     hashes: dict[str, list[Memory]] | None = None
     nearest: dict[int, list[Neighbour]] | None = None
     large: bool | None = None
-    # The write's memories: their unit vectors and lexemes.
-    written: list[tuple[Memory, npt.NDArray[np.float64], dict[str, int]]] = field(default_factory=list)
+    # The write's memories: their unit vectors and their items' indexes.
+    written: list[tuple[Memory, npt.NDArray[np.float64], int]] = field(default_factory=list)
 
 
 class WriteLookups:
@@ -66,12 +66,11 @@ class WriteLookups:
         for index, p in enumerate(prepared):
             self._views.setdefault(p.scope, _ScopeView([])).items.append(index)
         self._loaded: dict[uuid.UUID, Memory] = {}
-        self._item_lexemes: list[dict[str, int]] | None = None
+        self._lexemes: dict[int, dict[str, int]] = {}  # each item's, once its scope's nearest were asked
 
-    async def wrote(self, index: int, memory: Memory) -> None:
+    def wrote(self, index: int, memory: Memory) -> None:
         """Item `index` was stored as `memory`: later items see it."""
-        lexemes = await self._lexemes(index)
-        self._views[self.prepared[index].scope].written.append((memory, _unit(self.vectors[index]), lexemes))
+        self._views[self.prepared[index].scope].written.append((memory, _unit(self.vectors[index]), index))
         self._loaded[memory.id] = memory
 
     async def memory(self, memory_id: uuid.UUID) -> Memory | None:
@@ -127,8 +126,8 @@ class WriteLookups:
             [fetched] = await self._nearest_of(p.scope, view, [index])
         item = _unit(self.vectors[index])
         mine = [
-            Neighbour(memory, float(unit @ item), lexemes)
-            for memory, unit, lexemes in view.written
+            Neighbour(memory, float(unit @ item), self._lexemes[written])
+            for memory, unit, written in view.written
             if _live(memory)
             and memory.type == p.item.type
             and (p.subject is None or memory.subject in (None, p.subject))
@@ -137,7 +136,7 @@ class WriteLookups:
         pool = sorted([*fetched, *mine], key=lambda n: -n.cosine)[:NEAR_K]
         if not pool:
             return Near()
-        own = await self._lexemes(index)
+        own = self._lexemes[index]
         dfs, stats = statistics([own, *(n.lexemes for n in pool)])
         policy = self.ctx.policy
         similar = [
@@ -148,13 +147,6 @@ class WriteLookups:
             for n in pool
         ]
         return Near((pool[0].memory, pool[0].cosine), max(similar, key=lambda hit: hit[1]))
-
-    async def _lexemes(self, index: int) -> dict[str, int]:
-        """Item `index`'s lexemes as its `content_tsv` will hold them (asked once for the whole write)."""
-        if self._item_lexemes is None:
-            texts = [f"{p.subject or ''} {p.content}" for p in self.prepared]
-            self._item_lexemes = await self.ctx.store.writes.lexemes(texts)
-        return self._item_lexemes[index]
 
     async def _nearest_of(self, scope: Scope, view: _ScopeView, items: list[int]) -> list[list[Neighbour]]:
         ctx = self.ctx
@@ -168,7 +160,8 @@ class WriteLookups:
                 settings.hnsw_min_share,
             )
         queries = [
-            NearestQuery(self.prepared[i].item.type, self.prepared[i].subject, self.vectors[i]) for i in items
+            NearestQuery(p.item.type, p.subject, self.vectors[i], f"{p.subject or ''} {p.content}")
+            for i, p in ((i, self.prepared[i]) for i in items)
         ]
         found = await ctx.store.writes.nearest(
             scope,
@@ -178,5 +171,6 @@ class WriteLookups:
             ef_search=ctx.settings.hnsw_ef_search,
             k=NEAR_K,
         )
-        self._keep([n.memory for neighbours in found for n in neighbours])
-        return found
+        self._keep([n.memory for nearby in found for n in nearby.neighbours])
+        self._lexemes.update((i, nearby.lexemes) for i, nearby in zip(items, found, strict=True))
+        return [nearby.neighbours for nearby in found]

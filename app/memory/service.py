@@ -16,6 +16,7 @@ from app.lib.validation import check_time
 from app.memory.models import ForgetFilter, History, RecallInput, RecallResult, RememberInput, RememberResult
 from app.memory.recall import Recaller
 from app.memory.scoring import decay
+from app.memory.similarity import forget_floor
 from app.memory.slots import content_hash, normalise_subject
 from app.memory.writer import MemoryWriter
 from app.store.candidates import CandidateRow
@@ -241,7 +242,7 @@ class MemoryService:
         ctx = self.ctx
         floor = ctx.settings.forget_query_min_similarity
         if floor is None:
-            floor = ctx.embedder.thresholds.review
+            floor = forget_floor(ctx.relevance_floor(), ctx.embedder.thresholds.review)
         request = RecallInput(user_id=user_id, query=query, project_id=project_id, agent_id=agent_id)
 
         def forgettable(row: CandidateRow) -> bool:

@@ -80,6 +80,13 @@ def pair_similarity(
     return similarity(cosine, lexical)
 
 
+def forget_floor(relevance_floor: float, review: float) -> float:
+    """Forget-by-query's default floor: halfway between recall's floor (the memory is about the text at
+    all) and the review band (possibly the same fact): a description must be clearly about a memory
+    before it is forgotten, more than a recall needs and less than a restatement."""
+    return (relevance_floor + review) / 2
+
+
 def statistics(texts: Sequence[Lexemes]) -> tuple[dict[str, int], TextStats]:
     """df and (N, mean length) over a set of texts, for similarities within that set (the dream's
     memories; the write path's new memory and its nearest neighbours)."""

@@ -101,7 +101,7 @@ class MemoryWriter:
             self._supersede(memory, old, decision, now)
         elif decision.action is Action.PROPOSE and old is not None:
             proposals.append(self._propose(p, old, memory, decision))
-        await lookups.wrote(index, memory)
+        lookups.wrote(index, memory)
         action = "superseded" if superseded else "created"
         return RememberResult(memory, action, superseded, proposals, p.redacted)
 

@@ -38,13 +38,23 @@ class Neighbour:
 
 
 @dataclass(frozen=True, slots=True)
+class Nearby:
+    """A query's nearest memories, nearest first, and the query's own lexemes (`words` as stored)."""
+
+    neighbours: list[Neighbour]
+    lexemes: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
 class NearestQuery:
     """Which live memory of `type` is closest to `vector`; a memory in another named slot than `subject`
-    is a different attribute, never a match."""
+    is a different attribute, never a match. `words`: the new memory's text as its `content_tsv` is made
+    of (subject and content)."""
 
     type: MemoryType
     subject: str | None
     vector: Sequence[float]
+    words: str = ""
 
 
 def _ilike_contains(value: str) -> str:
@@ -95,9 +105,10 @@ class WriteStore:
         index_dim: int | None = None,
         ef_search: int = 100,
         k: int = 1,
-    ) -> list[list[Neighbour]]:
-        """Each query's `k` nearest live memories, nearest first, with their cosines and lexemes, in one
-        statement: an exact scan per query, or with `index_dim` the per-model HNSW index (large scopes)."""
+    ) -> list[Nearby]:
+        """Each query's `k` nearest live memories, nearest first, with their cosines and lexemes, and the
+        query's own lexemes, in one statement: an exact scan per query, or with `index_dim` the
+        per-model HNSW index (large scopes)."""
         if not queries:
             return []
         if index_dim is None:
@@ -110,12 +121,15 @@ class WriteStore:
             await use_hnsw_scan(self.session, ef_search)
         # The nearest rows are found once (`nn`, materialised) and then fetched by primary key: joining
         # the lateral search to `memories` let the planner, misled by a fast-growing scope's stale
-        # estimates, run the search once per row of the tenant (394 rows: 265 ms instead of 0.3).
+        # estimates, run the search once per row of the tenant (394 rows: 265 ms instead of 0.3). Every
+        # query has a row (its own lexemes), with its neighbours' columns or NULLs.
         sql = text(
             f"""WITH q AS MATERIALIZED (
-                    SELECT ord, mtype, subject, CAST(vec AS {vector_type}) AS vec
+                    SELECT ord, mtype, subject, CAST(vec AS {vector_type}) AS vec,
+                           to_tsvector('english', words)::text AS qtsv
                     FROM unnest(CAST(:ords AS int[]), CAST(:types AS text[]), CAST(:subjects AS text[]),
-                                CAST(:vecs AS text[])) AS t(ord, mtype, subject, vec))
+                                CAST(:vecs AS text[]), CAST(:words AS text[]))
+                         AS t(ord, mtype, subject, vec, words))
                 , nn AS MATERIALIZED (
                     SELECT q.ord, x.id, x.distance FROM q CROSS JOIN LATERAL (
                         SELECT id, {embedding} <=> q.vec AS distance FROM memories
@@ -123,10 +137,19 @@ class WriteStore:
                           AND embedding IS NOT NULL
                           AND (q.subject IS NULL OR subject IS NULL OR subject = q.subject)
                         ORDER BY distance LIMIT :k) x)
-                SELECT {MEMORY_SQL}, nn.ord AS ord, 1 - nn.distance AS cosine, m.content_tsv::text AS tsv
-                FROM memories m JOIN nn ON nn.id = m.id {ACCESS_JOIN}
-                WHERE m.tenant_id = :tenant AND m.id = ANY (ARRAY(SELECT id FROM nn))"""
-        ).columns(*MEMORY_ATTRIBUTES, column("ord", Integer), column("cosine", Float), column("tsv", Text))
+                SELECT {MEMORY_SQL}, q.ord AS ord, 1 - nn.distance AS cosine, m.content_tsv::text AS tsv,
+                       q.qtsv AS qtsv
+                FROM q LEFT JOIN nn ON nn.ord = q.ord
+                LEFT JOIN memories m ON m.tenant_id = :tenant AND m.id = nn.id
+                                    AND m.id = ANY (ARRAY(SELECT id FROM nn))
+                {ACCESS_JOIN}"""
+        ).columns(
+            *MEMORY_ATTRIBUTES,
+            column("ord", Integer),
+            column("cosine", Float),
+            column("tsv", Text),
+            column("qtsv", Text),
+        )
         params = {
             **scope_params(scope),
             "embed_model": embed_model,
@@ -134,27 +157,19 @@ class WriteStore:
             "types": [str(q.type) for q in queries],
             "subjects": [q.subject for q in queries],
             "vecs": [vector_literal(q.vector) for q in queries],
+            "words": [q.words for q in queries],
             "k": k,
         }
-        columns = sql.selected_columns
-        query = select(Memory, columns.ord, columns.cosine, columns.tsv).from_statement(sql)
-        found: list[list[Neighbour]] = [[] for _ in queries]
-        for memory, ord_, cosine, tsv in (await self.session.execute(query, params)).all():
-            if cosine is not None:
-                found[ord_].append(Neighbour(memory, float(cosine), lexemes_of(tsv)))
-        for neighbours in found:
-            neighbours.sort(key=lambda n: -n.cosine)
+        c = sql.selected_columns
+        query = select(Memory, c.ord, c.cosine, c.tsv, c.qtsv).from_statement(sql)
+        found = [Nearby([], {}) for _ in queries]
+        for memory, ord_, cosine, tsv, qtsv in (await self.session.execute(query, params)).all():
+            found[ord_].lexemes.update(lexemes_of(qtsv))
+            if memory is not None and cosine is not None:
+                found[ord_].neighbours.append(Neighbour(memory, float(cosine), lexemes_of(tsv)))
+        for nearby in found:
+            nearby.neighbours.sort(key=lambda n: -n.cosine)
         return found
-
-    async def lexemes(self, texts: Sequence[str]) -> list[dict[str, int]]:
-        """Each text's lexemes and their tf, as a memory's `content_tsv` would hold them."""
-        if not texts:
-            return []
-        sql = text(
-            "SELECT to_tsvector('english', t)::text FROM unnest(CAST(:texts AS text[])) WITH ORDINALITY"
-            " AS u(t, n) ORDER BY n"
-        )
-        return [lexemes_of(tsv) for tsv in (await self.session.scalars(sql, {"texts": list(texts)})).all()]
 
     async def slotted_mentioning(
         self, scope: Scope, mtype: MemoryType, value: str, limit: int = 5

@@ -273,7 +273,7 @@ class EngramSystem:
         started = time.perf_counter()
         result, included = await self._recall(request, at)
         signals = [
-            Signal.of(m.memory.id in self.standing, m.turns, components)
+            Signal.of(m.id in self.standing, m.turns, components)
             for m, components in zip(included, (r.components for r in result.memories), strict=True)
         ]
         signals += [
