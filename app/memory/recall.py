@@ -13,7 +13,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.context import RequestContext
 from app.db.spare import sees_same_rows
-from app.language.advice import asks_for_advice
 from app.language.tense import asks_about_past
 from app.lib.errors import ValidationFailed
 from app.lib.metrics import observe_recall
@@ -296,9 +295,6 @@ class Candidates:
         self.request, self.policy, self.counter, self.now = request, policy, counter, now
         self.past = past
         self.wanted_types = set(request.types) if request.types else None
-        # Constraints hold for a question that asks for advice or a plan (app.language.advice): only
-        # then may they enter below the floor, within the standing share.
-        self.advice = asks_for_advice(request.query)
         self.components: dict[uuid.UUID, dict[str, float]] = {}
         self._rows: list[tuple[CandidateRow, str]] = []  # kept rows and their line prefixes
         self._seen: set[uuid.UUID] = set()
@@ -346,7 +342,7 @@ class Candidates:
                     score=s.score + bonus,
                     relevance=s.relevance,
                     always=m.protected,
-                    standing=m.type == MemoryType.CONSTRAINT and self.advice,
+                    standing=m.type == MemoryType.CONSTRAINT,
                     header=day_header(m),
                     slot=self._slot(m),
                     content_hash=m.content_hash,

@@ -157,12 +157,3 @@ async def test_the_trace_shows_the_value_compared_with_the_floor(api: Api) -> No
     for skipped in recalled["trace"]["skipped"]:
         if skipped["reason"] == "below_floor":
             assert skipped["relevance"] < floor
-
-
-async def test_a_constraint_enters_below_the_floor_only_for_advice(api: Api) -> None:
-    allergy = await api.remember(user_id="u", content="I am allergic to peanuts", type="constraint")
-    await api.remember(user_id="u", content="The staging server runs on port 8443", type="fact")
-    advice = await api.recall(user_id="u", query="suggest a dinner dish")
-    assert [m["memory"]["id"] for m in advice["memories"]] == [allergy["memory"]["id"]]
-    fact = await api.recall(user_id="u", query="What is my cat's name?")
-    assert fact["context"] == ""  # nothing was said about a cat: an abstention, not the allergy
