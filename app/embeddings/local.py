@@ -198,7 +198,9 @@ class LocalEmbedder:
 
     @property
     def relevance_floor(self) -> float:
-        return 0.25
+        """0.30: the highest floor that drops the evidence of at most 2 % of the development sets'
+        answerable questions (`python -m bench.calibrate_floor`, docs/RANKING.md; was 0.25)."""
+        return 0.30
 
     @property
     def runtime(self) -> str:

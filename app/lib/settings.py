@@ -147,8 +147,9 @@ class Settings(BaseSettings):
     hnsw_ef_search: int = 100  # HNSW candidate list size (higher: closer to exact, slower)
     hnsw_min_share: float = 0.02  # HNSW only when the scope is at least this share of the table
     min_relevance: float | None = None  # None: the embedder's own floor
-    # The BM25 at which the `weighted` fusion's keyword component is 0.5 (and the relevance floor's
-    # keyword side): about one match of a word in a few percent of the scope's rows.
+    # The BM25 at which the `weighted` fusion's keyword component is 0.5: about one match of a word in a
+    # few percent of the scope's rows. (The relevance floor compares the keyword coverage instead,
+    # app.memory.similarity.)
     keyword_saturation: float = Field(default=2.0, gt=0)
     bm25_k1: float = Field(default=1.2, ge=0)
     bm25_b: float = Field(default=0.75, ge=0, le=1)
