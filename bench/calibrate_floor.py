@@ -41,8 +41,24 @@ def _table(curve: Sequence[Mapping[str, float | int]]) -> list[str]:
     return lines
 
 
+def _upgraded(signals: dict[str, Any]) -> dict[str, Any]:
+    """Signals recorded while `similarity` was max(cosine, coverage) (before it took the saturated BM25
+    too): that one is `coverage` now, and the new one is the higher of it and `saturated` (a maximum
+    over the candidates of a maximum is the maximum of the maxima)."""
+    for part in ("best", "evidence"):
+        values = signals.get(part)
+        if values is not None and "coverage" not in values:
+            values["coverage"] = values["similarity"]
+            values["similarity"] = max(values["similarity"], values["saturated"])
+    return signals
+
+
 def calibrate(rows: Sequence[Mapping[str, Any]], max_dropped: float, quantities: Sequence[str]) -> str:
-    engram = [r for r in rows if r["system"] == "engram" and r.get("signals")]
+    engram = [
+        {**r, "signals": _upgraded(r["signals"])}
+        for r in rows
+        if r["system"] == "engram" and r.get("signals")
+    ]
     by_embedder: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for r in engram:
         by_embedder[r["embedder"]].append(r)

@@ -139,9 +139,9 @@ class HashEmbedder:
 
     @property
     def relevance_floor(self) -> float:
-        """0.15: the highest floor that drops the evidence of at most 2 % of the development sets'
+        """0.30: the highest floor that drops the evidence of at most 2 % of the development sets'
         answerable questions (`python -m bench.calibrate_floor`, docs/RANKING.md; was 0.12)."""
-        return 0.15
+        return 0.30
 
     def embed_text(self, text: str) -> list[float]:
         """Embed a single text synchronously (for callers that are not async, e.g. test servers)."""

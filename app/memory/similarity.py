@@ -3,7 +3,7 @@
 Recall's relevance floor, forget-by-query, the write path's review band and the dream's merge proposals
 all compare this one value with their own threshold (issue 20, item 6; docs/RANKING.md):
 
-    similarity = max(cosine, keyword coverage)
+    similarity = max(cosine, keyword evidence)
 
 - cosine: the embedder's, clamped to [0, 1].
 - keyword coverage: the text's Okapi BM25 in the memory (app.store.bm25, over the scope's statistics, as
@@ -11,11 +11,14 @@ all compare this one value with their own threshold (issue 20, item 6; docs/RANK
   length holding each of the text's lexemes once, which is the sum of their idf (a lexeme the scope
   never holds has the largest idf). Clamped to 1 (a short memory holding every lexeme scores a little
   more than the ideal). Unlike recall's ranking component (BM25 over the query's best candidate, which
-  is 1 for the best match of any query, relevant or not) it does not depend on the other candidates:
-  a question whose rarer words the scope never holds covers little of any memory.
+  is 1 for the best match of any query, relevant or not) it does not depend on the other candidates.
+- keyword evidence of a question (recall's floor, forget-by-query): its coverage or its saturated BM25,
+  whichever is higher (`query_keyword`; a long question covers little of any one memory).
+- keyword evidence of two memories (the write path, the dream): the smaller of the two directions'
+  coverage, so a short memory is not a duplicate of every long one that contains its words; never the
+  saturated BM25, which would make any two memories sharing two rare words near-duplicates.
 
-For two memories (the write path, the dream) the coverage is the smaller of the two directions, so a
-short memory is not a duplicate of every long one that contains its words. The threshold is the
+The threshold is the
 caller's: recall's floor (the embedder's `relevance_floor`), forget-by-query's and the review band's (the
 embedder's review threshold). Automatic supersession stays on the cosine alone: a false supersede
 retires a fact, so word overlap may raise a pair into the review band (a proposal), never past it.
@@ -41,9 +44,20 @@ def coverage(bm25_score: float, ideal: float) -> float:
     return min(1.0, bm25_score / ideal)
 
 
-def similarity(cosine: float | None, keyword_coverage: float) -> float:
-    """The one similarity of a text and a memory (module docstring)."""
-    return max(clamp(cosine), keyword_coverage)
+def similarity(cosine: float | None, keyword: float) -> float:
+    """The one similarity of a text and a memory: the higher of the cosine and the keyword evidence
+    (`query_keyword` for a question, the two directions' smaller coverage for two memories)."""
+    return max(clamp(cosine), keyword)
+
+
+def query_keyword(bm25_score: float, ideal: float, saturation: float) -> float:
+    """A question's keyword evidence in a memory: its coverage, or its BM25 saturated by
+    `bm25 / (bm25 + saturation)`, whichever is higher. A long question covers little of any one memory
+    (its ideal is the sum of many idf), so the coverage alone dropped evidence recall kept (BEAM's
+    extracted facts: 73.2 -> 67.1 % at 2048 tokens, docs/RANKING.md); the saturated BM25 alone lets a
+    short question matching every word of a memory count for less than it is."""
+    saturated = bm25_score / (bm25_score + saturation) if bm25_score > 0 else 0.0
+    return max(coverage(bm25_score, ideal), saturated)
 
 
 def ideal_bm25(lexemes: Iterable[str], dfs: Mapping[str, int], stats: TextStats) -> float:

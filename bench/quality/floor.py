@@ -11,8 +11,10 @@ that hold the question's evidence. `bench.calibrate_floor` sweeps floors over th
   evidence can no longer reach the context), and empties when its best value is below f.
 
 The quantities (`cosine`, `bm25` and `coverage` are the trace's components, app.memory.scoring):
-- `similarity`: max(cosine, keyword coverage), app.memory.similarity (the floor's value since item 7);
-- `saturated`: max(cosine, bm25 / (bm25 + 2)), the floor's value before it;
+- `similarity`: max(cosine, keyword coverage, bm25 / (bm25 + 2)), app.memory.similarity (the floor's
+  value since items 6 and 7);
+- `coverage`: max(cosine, keyword coverage);
+- `saturated`: max(cosine, bm25 / (bm25 + 2)), the floor's value before;
 - `cosine`: the cosine alone;
 - `mean`: (cosine + coverage) / 2;
 - `fused`: (cosine + bm25 / the question's best bm25) / 2, recall's ranking relevance rescaled to [0, 1].
@@ -41,8 +43,9 @@ class Candidate(Protocol):
 
 def _quantities(best_bm25: float) -> dict[str, Callable[[Candidate], float]]:
     return {
-        "similarity": lambda c: max(c.cosine, c.coverage),
-        "saturated": lambda c: max(c.cosine, c.bm25 / (c.bm25 + SATURATION) if c.bm25 > 0 else 0.0),
+        "similarity": lambda c: max(c.cosine, c.coverage, _saturated(c.bm25)),
+        "coverage": lambda c: max(c.cosine, c.coverage),
+        "saturated": lambda c: max(c.cosine, _saturated(c.bm25)),
         "cosine": lambda c: c.cosine,
         "mean": lambda c: (c.cosine + c.coverage) / 2,
         "fused": lambda c: (c.cosine + (c.bm25 / best_bm25 if best_bm25 > 0 else 0.0)) / 2,
@@ -50,6 +53,10 @@ def _quantities(best_bm25: float) -> dict[str, Callable[[Candidate], float]]:
 
 
 QUANTITIES = tuple(_quantities(1.0))
+
+
+def _saturated(bm25: float) -> float:
+    return bm25 / (bm25 + SATURATION) if bm25 > 0 else 0.0
 
 
 def relevance_signals(candidates: Sequence[Candidate], evidence: Iterable[str]) -> dict[str, Any]:
