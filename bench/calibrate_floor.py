@@ -8,9 +8,11 @@ Every Engram question of the run carries, under each quantity the floor could co
 among its candidates and among the candidates holding its evidence (bench.quality.floor). For each
 embedder (all datasets and modes pooled, and each on its own) this prints, for a sweep of floors, the
 share of answerable questions whose evidence the floor drops and that it leaves empty, and the share of
-unanswerable questions that abstain; and the floor chosen by one rule: the highest floor that drops the
-evidence of at most `--max-dropped` of the answerable questions. Written to calibration.md beside the
-run's results.
+unanswerable questions that abstain; and the floor chosen by one rule: among the floors that drop the
+evidence of at most `--max-dropped` of the answerable questions, the one under which the most
+unanswerable questions abstaining less answerable questions dropped, counted in questions (the lowest on
+a tie: a step up is worth it only while it makes more questions abstain than it drops). Written to
+calibration.md beside the run's results.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from typing import Any
 
 from bench.quality.floor import QUANTITIES, choose, sweep
 
-FLOORS = [round(0.05 * i, 2) for i in range(21)]
+FLOORS = [round(0.01 * i, 2) for i in range(101)]  # chosen on this grid
+SHOWN = {round(0.05 * i, 2) for i in range(21)}  # printed
 
 
 def _table(curve: Sequence[Mapping[str, float | int]]) -> list[str]:
@@ -37,6 +40,7 @@ def _table(curve: Sequence[Mapping[str, float | int]]) -> list[str]:
         f"| {p['floor']:.2f} | {100 * p['dropped']:.1f} | {100 * p['emptied']:.1f} "
         f"| {100 * p['abstained']:.1f} | {100 * p['abstained_with_standing']:.1f} |"
         for p in curve
+        if p["floor"] in SHOWN
     ]
     return lines
 

@@ -102,10 +102,19 @@ def sweep(
 
 
 def choose(curve: Sequence[Mapping[str, float | int]], max_dropped: float) -> float:
-    """The highest floor of the sweep that drops the evidence of at most `max_dropped` of the
-    answerable questions (the sweep's floors in increasing order)."""
-    kept = [point["floor"] for point in curve if point["dropped"] <= max_dropped]
-    return float(max(kept)) if kept else 0.0
+    """Among the floors that drop the evidence of at most `max_dropped` of the answerable questions, the
+    one with the most unanswerable questions abstaining (standing memories counted: a question that gets
+    one does not abstain) less answerable questions dropped, counted in questions; the lowest on a tie.
+    A step up is worth it only while it makes more questions abstain than it drops."""
+    kept = [p for p in curve if p["dropped"] <= max_dropped]
+    if not kept:
+        return 0.0
+
+    def gain(p: Mapping[str, float | int]) -> float:
+        return round(p["abstained_with_standing"] * p["unanswerable"] - p["dropped"] * p["answerable"], 6)
+
+    best = max(gain(p) for p in kept)
+    return float(min(p["floor"] for p in kept if gain(p) == best))
 
 
 def _share(count: int, total: int) -> float:
