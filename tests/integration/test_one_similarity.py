@@ -152,7 +152,8 @@ async def test_the_trace_shows_the_value_compared_with_the_floor(api: Api) -> No
     included = {i["id"]: i for i in recalled["trace"]["included"]}
     for m in recalled["memories"]:
         parts = m["components"]
-        assert m["relevance"] == pytest.approx(max(parts["cosine"], parts["coverage"]), abs=1e-6)
+        saturated = parts["bm25"] / (parts["bm25"] + 2.0)  # ENGRAM_KEYWORD_SATURATION
+        assert m["relevance"] == pytest.approx(max(parts["cosine"], parts["coverage"], saturated), abs=1e-6)
         assert included[m["memory"]["id"]]["relevance"] == m["relevance"]
     for skipped in recalled["trace"]["skipped"]:
         if skipped["reason"] == "below_floor":
