@@ -210,7 +210,7 @@ async def test_local_embedder_shape_and_norm(local_embedder: LocalEmbedder) -> N
     assert local_embedder.name == "all-MiniLM-L6-v2"
     assert local_embedder.dim == 384
     assert local_embedder.thresholds == SupersedeThresholds(supersede=0.92, review=0.80)
-    assert local_embedder.relevance_floor == 0.27
+    assert local_embedder.relevance_floor == 0.25
     assert local_embedder.threads == 1
     vectors = await local_embedder.embed(SAMPLES)
     assert len(vectors) == len(SAMPLES)
