@@ -5,7 +5,7 @@ score = w_s*semantic + w_k*keyword + w.recency*recency + w.salience*effective_sa
       + w.pinned_bonus*(pinned or critical) - w.privacy_penalty*(private)
 semantic and keyword are the fusion's components (app.memory.fusion; w_s, w_k:
 `RankingPolicy.relevance_weights`). relevance (what the minimum-relevance floor applies to) is the one
-similarity of app.memory.similarity, max(cosine, keyword coverage, saturated BM25), under every fusion:
+similarity of app.memory.similarity for a question, max(cosine, saturated BM25), under every fusion:
 how much the
 memory is about the query, whatever its salience and whatever the other candidates (a normalised or
 rank-based component is 1 for the best match of any query, relevant or not).
@@ -119,7 +119,7 @@ def score(
     salience = decay(item.salience, _age_days(now, last_touch), policy.half_lives.get(item.type))
     project_match = 1.0 if project_id is not None and item.project_id == project_id else 0.0
     covered = coverage(item.keyword_rank, item.keyword_ideal)
-    keyword_evidence = query_keyword(item.keyword_rank, item.keyword_ideal, policy.keyword_saturation)
+    keyword_evidence = query_keyword(item.keyword_rank, policy.keyword_saturation)
     components = {
         "semantic": semantic,
         "keyword": keyword,
@@ -132,7 +132,8 @@ def score(
         "project_match": project_match,
         "pinned_bonus": 1.0 if item.protected else 0.0,
         "privacy_penalty": 1.0 if item.privacy == Privacy.PRIVATE else 0.0,
-        # What the relevance is made of: max(cosine, coverage, bm25 / (bm25 + saturation)).
+        # What the relevance is made of: max(cosine, bm25 / (bm25 + saturation)); and the coverage, what
+        # two memories' similarity compares (app.memory.similarity).
         "cosine": cosine,
         "coverage": covered,
     }

@@ -12,8 +12,10 @@ all compare this one value with their own threshold (issue 20, item 6; docs/RANK
   never holds has the largest idf). Clamped to 1 (a short memory holding every lexeme scores a little
   more than the ideal). Unlike recall's ranking component (BM25 over the query's best candidate, which
   is 1 for the best match of any query, relevant or not) it does not depend on the other candidates.
-- keyword evidence of a question (recall's floor, forget-by-query): its coverage or its saturated BM25,
-  whichever is higher (`query_keyword`; a long question covers little of any one memory).
+- keyword evidence of a question (recall's floor, forget-by-query): its BM25 saturated by
+  `bm25 / (bm25 + ENGRAM_KEYWORD_SATURATION)` (`query_keyword`), as recall's floor compared it before:
+  the coverage, measured in its place and beside it, dropped evidence or changed nothing (a long question
+  covers little of any one memory). The coverage is in the trace's components beside it.
 - keyword evidence of two memories (the write path, the dream): the smaller of the two directions'
   coverage, so a short memory is not a duplicate of every long one that contains its words; never the
   saturated BM25, which would make any two memories sharing two rare words near-duplicates.
@@ -50,14 +52,13 @@ def similarity(cosine: float | None, keyword: float) -> float:
     return max(clamp(cosine), keyword)
 
 
-def query_keyword(bm25_score: float, ideal: float, saturation: float) -> float:
-    """A question's keyword evidence in a memory: its coverage, or its BM25 saturated by
-    `bm25 / (bm25 + saturation)`, whichever is higher. A long question covers little of any one memory
-    (its ideal is the sum of many idf), so the coverage alone dropped evidence recall kept (BEAM's
-    extracted facts: 73.2 -> 67.1 % at 2048 tokens, docs/RANKING.md); the saturated BM25 alone lets a
-    short question matching every word of a memory count for less than it is."""
-    saturated = bm25_score / (bm25_score + saturation) if bm25_score > 0 else 0.0
-    return max(coverage(bm25_score, ideal), saturated)
+def query_keyword(bm25_score: float, saturation: float) -> float:
+    """A question's keyword evidence in a memory: its BM25 saturated by `bm25 / (bm25 + saturation)`,
+    what recall's floor has compared since BM25 (docs/RANKING.md). The coverage was measured in its
+    place and beside it: alone it dropped evidence (a long question covers little of any one memory:
+    BEAM's extracted facts 73.2 -> 67.1 % at 2048 tokens), beside it it changed nothing with the local
+    model and cost one hash cell (LoCoMo extracted, 128 tokens: 51.8 -> 51.3 %)."""
+    return bm25_score / (bm25_score + saturation) if bm25_score > 0 else 0.0
 
 
 def ideal_bm25(lexemes: Iterable[str], dfs: Mapping[str, int], stats: TextStats) -> float:

@@ -11,10 +11,9 @@ that hold the question's evidence. `bench.calibrate_floor` sweeps floors over th
   evidence can no longer reach the context), and empties when its best value is below f.
 
 The quantities (`cosine`, `bm25` and `coverage` are the trace's components, app.memory.scoring):
-- `similarity`: max(cosine, keyword coverage, bm25 / (bm25 + 2)), app.memory.similarity (the floor's
-  value since items 6 and 7);
+- `similarity`: max(cosine, keyword coverage, bm25 / (bm25 + 2));
 - `coverage`: max(cosine, keyword coverage);
-- `saturated`: max(cosine, bm25 / (bm25 + 2)), the floor's value before;
+- `saturated`: max(cosine, bm25 / (bm25 + 2)), the floor's value (app.memory.similarity for a question);
 - `cosine`: the cosine alone;
 - `mean`: (cosine + coverage) / 2;
 - `fused`: (cosine + bm25 / the question's best bm25) / 2, recall's ranking relevance rescaled to [0, 1].

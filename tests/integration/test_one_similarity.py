@@ -153,7 +153,8 @@ async def test_the_trace_shows_the_value_compared_with_the_floor(api: Api) -> No
     for m in recalled["memories"]:
         parts = m["components"]
         saturated = parts["bm25"] / (parts["bm25"] + 2.0)  # ENGRAM_KEYWORD_SATURATION
-        assert m["relevance"] == pytest.approx(max(parts["cosine"], parts["coverage"], saturated), abs=1e-6)
+        assert m["relevance"] == pytest.approx(max(parts["cosine"], saturated), abs=1e-6)
+        assert 0.0 <= parts["coverage"] <= 1.0
         assert included[m["memory"]["id"]]["relevance"] == m["relevance"]
     for skipped in recalled["trace"]["skipped"]:
         if skipped["reason"] == "below_floor":
