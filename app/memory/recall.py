@@ -55,8 +55,11 @@ def moment_of(request: RecallInput, now: datetime) -> Moment:
 class Recaller:
     """Answers one recall request."""
 
-    def __init__(self, ctx: RequestContext) -> None:
+    def __init__(self, ctx: RequestContext, *, remembered_stats: bool = True) -> None:
         self.ctx = ctx
+        # Whether BM25's statistics of a large scope may be the minute-old ones `ScopeSizes` remembers
+        # (recall's speed); forget-by-query counts them afresh and leaves nothing remembered.
+        self.remembered_stats = remembered_stats
 
     async def recall(self, request: RecallInput) -> RecallResult:
         _check(request)
@@ -190,7 +193,7 @@ class Recaller:
     async def _text_stats(self, scope: Scope, now: datetime, moment: Moment) -> TextStats:
         """BM25's statistics over the rows recall reads (the present's may be remembered)."""
         store = self.ctx.store.recall
-        if moment.present:
+        if moment.present and self.remembered_stats:
             return await self.ctx.scope_sizes.text_stats(store, scope, now)
         return await store.text_stats(scope, now, moment)
 

@@ -251,7 +251,8 @@ class MemoryService:
             owner, agent = row.columns["user_id"], row.columns["agent_id"]
             return owner == user_id and (agent_id is None or agent in (None, agent_id))
 
-        first = await Recaller(ctx).first(request, floor, forgettable)
+        # Exact statistics: a forget is rare, and its count must not become the scope's remembered one.
+        first = await Recaller(ctx, remembered_stats=False).first(request, floor, forgettable)
         if first is None:
             return []
         memory = await ctx.store.reads.get(first.id, for_update=True)
