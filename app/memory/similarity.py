@@ -56,8 +56,7 @@ def query_keyword(bm25_score: float, saturation: float) -> float:
     """A question's keyword evidence in a memory: its BM25 saturated by `bm25 / (bm25 + saturation)`,
     what recall's floor has compared since BM25 (docs/RANKING.md). The coverage was measured in its
     place and beside it: alone it dropped evidence (a long question covers little of any one memory:
-    BEAM's extracted facts 73.2 -> 67.1 % at 2048 tokens), beside it it changed nothing with the local
-    model and cost one hash cell (LoCoMo extracted, 128 tokens: 51.8 -> 51.3 %)."""
+    BEAM's extracted facts 73.2 -> 67.1 % at 2048 tokens), beside it it changed nothing."""
     return bm25_score / (bm25_score + saturation) if bm25_score > 0 else 0.0
 
 
