@@ -97,12 +97,13 @@ async def test_the_chat_agent_forgets_the_staging_server_note_recall_returns(eap
 
 
 async def test_forget_by_query_never_reaches_another_tenant_or_an_unrelated_memory(
-    eapi: Api, other_api: Api
+    eapi: Api, new_tenant: NewTenant
 ) -> None:
-    if eapi.client is not other_api.client:
-        pytest.skip("the other tenant is on the hash app")
+    tenant_id, key = await new_tenant()
+    other_api = Api(eapi.client, key, tenant_id)  # another tenant on the same app (embedder)
     staging = await _seed(eapi)
     theirs = await other_api.post("/v1/forget", {"user_id": "u", "query": NOTE})
+    assert theirs.status_code == 200, theirs.text
     assert theirs.json()["forgotten"] == []
     unrelated = await eapi.post("/v1/forget", {"user_id": "u", "query": "my sailing course next summer"})
     assert unrelated.json()["forgotten"] == []
