@@ -209,7 +209,8 @@ async def _forget(env: ToolEnv, calls: list[ForgetArgs]) -> list[ToolResult]:
 
 
 async def _forget_one(env: ToolEnv, args: ForgetArgs) -> list[uuid.UUID]:
-    """By id; else by slot; else the closest memory; else recall the description, forget the top hit."""
+    """By id; else by slot; else forget-by-query: the memory recall ranks first for the description, if
+    it is similar enough (app.memory.similarity, the same rule as `POST /v1/forget` with a query)."""
     memory, user, why = env.memory, env.scope.user_id, "forgotten by the agent"
     agent = env.scope.agent_id
     forgotten: list[uuid.UUID] = []
@@ -219,23 +220,6 @@ async def _forget_one(env: ToolEnv, args: ForgetArgs) -> list[uuid.UUID]:
         forgotten = await _try_forget(env, subject=args.subject)
     if not forgotten and args.description:
         forgotten = await _try_forget(env, query=args.description)
-    if not forgotten and args.description:
-        recalled = await memory.recall(
-            RecallInput(
-                user_id=user,
-                query=args.description,
-                project_id=env.scope.project_id,
-                token_budget=512,
-                agent_id=agent,
-            )
-        )
-        # Only a memory that shares a word with the description: never the nearest unrelated one; and
-        # the user's own (a shared space's memories are not an agent's to forget).
-        hits = [
-            m for m in recalled.memories if m.components.get("keyword", 0.0) > 0 and m.memory.user_id == user
-        ]
-        if hits:
-            forgotten = await memory.forget(user, memory_id=hits[0].memory.id, reason=why, agent_id=agent)
     return forgotten
 
 
@@ -245,6 +229,7 @@ async def _try_forget(
     try:
         return await env.memory.forget(
             env.scope.user_id,
+            project_id=env.scope.project_id if query is not None else None,  # a slot: every project's
             subject=subject,
             query=query,
             reason="forgotten by the agent",

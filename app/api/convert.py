@@ -52,6 +52,7 @@ def recall_out(result: RecallResult, explain: bool) -> RecallOut:
                     score=m.score,
                     tokens=m.tokens,
                     superseded=m.memory.status == MemoryStatus.SUPERSEDED,
+                    relevance=m.relevance,
                 )
                 for m in result.memories
             ],

@@ -150,6 +150,7 @@ class IncludedOut(msgspec.Struct, kw_only=True):
     score: float
     tokens: int
     superseded: bool  # no longer current: its line says when it was superseded
+    relevance: float = 0.0  # the value compared with min_relevance (docs/API.md)
 
 
 class TraceOut(msgspec.Struct, kw_only=True):

@@ -11,9 +11,36 @@ from datetime import datetime
 
 from app.dream.models import Candidate, Known
 from app.memory.scoring import SECONDS_PER_DAY, decay
+from app.memory.similarity import similar_pairs
 from app.vocabulary import ProposalKind
 
 MAX_CLUSTER = 20
+
+
+def near_duplicates(
+    live: Sequence[Known],
+    inputs: Mapping[uuid.UUID, tuple[Sequence[float] | None, Mapping[str, int]]],
+    threshold: float,
+    *,
+    k1: float,
+    b: float,
+) -> list[tuple[uuid.UUID, uuid.UUID, float]]:
+    """Pairs of memories of the same type and project whose similarity (app.memory.similarity, the one
+    recall's floor and forget-by-query compare) reaches `threshold`, with the statistics of the memories
+    the dream reads (`inputs`: each one's vector, None when another model embedded it, and lexemes)."""
+    groups: dict[tuple[str, str | None], list[Known]] = {}
+    for k in live:
+        if k.id in inputs:
+            groups.setdefault((k.type, k.project_id), []).append(k)
+    out: list[tuple[uuid.UUID, uuid.UUID, float]] = []
+    for members in groups.values():
+        vectors = [inputs[k.id][0] for k in members]
+        texts = [inputs[k.id][1] for k in members]
+        out += [
+            (members[i].id, members[j].id, value)
+            for i, j, value in similar_pairs(vectors, texts, threshold, k1=k1, b=b)
+        ]
+    return out
 
 
 def duplicate_clusters(
@@ -42,7 +69,7 @@ def duplicate_clusters(
     return [(sorted(members)[:MAX_CLUSTER], lowest[r]) for r, members in groups.items() if len(members) > 1]
 
 
-def merge_candidate(members: Sequence[Known], cosine: float) -> Candidate:
+def merge_candidate(members: Sequence[Known], similarity: float) -> Candidate:
     """Keep the newest wording (then the most important) as the merged memory's text."""
     keeper = max(members, key=lambda k: (k.valid_from, k.importance))
     subjects = {m.subject for m in members}
@@ -51,10 +78,11 @@ def merge_candidate(members: Sequence[Known], cosine: float) -> Candidate:
         "type": keeper.type,
         "subject": keeper.subject if len(subjects) == 1 else None,
         "importance": max(m.importance for m in members),
-        "cosine": round(cosine, 4),
+        "cosine": round(similarity, 4),  # the similarity; named before it was more than the cosine
+        "similarity": round(similarity, 4),
         "kept_wording_of": str(keeper.id),
     }
-    rationale = f"{len(members)} memories of type {keeper.type} say the same (cosine >= {cosine:.3f})"
+    rationale = f"{len(members)} memories of type {keeper.type} say the same (similarity >= {similarity:.3f})"
     ids = tuple(sorted((m.id for m in members), key=lambda i: i != keeper.id))
     return Candidate(ProposalKind.MERGE, ids, payload, rationale)
 

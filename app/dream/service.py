@@ -17,7 +17,7 @@ from app.db.models import DreamProposal, Memory
 from app.dream.apply import DreamApplier
 from app.dream.digest import digestible, dream_messages
 from app.dream.models import ApplyReport, Candidate, DreamResult, Known, known_of
-from app.dream.offline import offline_forgets, offline_merges
+from app.dream.offline import near_duplicates, offline_forgets, offline_merges
 from app.dream.output import ModelOutputError, parse_model_output
 from app.dream.validate import validate_model_proposals
 from app.lib.errors import Conflict, NotFound, ValidationFailed
@@ -107,11 +107,13 @@ class DreamService:
         )
 
     async def _offline(self, known: Mapping[uuid.UUID, Known], now: datetime) -> list[Candidate]:
-        settings, embedder = self.ctx.settings, self.ctx.embedder
-        threshold = settings.dream_merge_min_cosine
+        settings, embedder, policy = self.ctx.settings, self.ctx.embedder, self.ctx.policy
+        threshold = settings.dream_merge_min_similarity
         if threshold is None:
             threshold = embedder.thresholds.review
-        pairs = await self.ctx.store.reads.near_duplicate_pairs(list(known), embedder.name, threshold)
+        active = [k for k in known.values() if not k.pinned]  # live and not pinned: active
+        inputs = await self.ctx.store.reads.similarity_inputs([k.id for k in active], embedder.name)
+        pairs = near_duplicates(active, inputs, threshold, k1=policy.bm25_k1, b=policy.bm25_b)
         merges = offline_merges(pairs, known)
         forgets = offline_forgets(
             known.values(),

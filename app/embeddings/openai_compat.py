@@ -96,6 +96,7 @@ class OpenAICompatEmbedder:
 
     @property
     def relevance_floor(self) -> float:
+        """0.30, not calibrated: no API model was reachable for `bench.calibrate_floor` (docs/RANKING.md)."""
         return 0.30
 
     @property

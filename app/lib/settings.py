@@ -147,8 +147,9 @@ class Settings(BaseSettings):
     hnsw_ef_search: int = 100  # HNSW candidate list size (higher: closer to exact, slower)
     hnsw_min_share: float = 0.02  # HNSW only when the scope is at least this share of the table
     min_relevance: float | None = None  # None: the embedder's own floor
-    # The BM25 at which the `weighted` fusion's keyword component is 0.5 (and the relevance floor's
-    # keyword side): about one match of a word in a few percent of the scope's rows.
+    # The BM25 at which the `weighted` fusion's keyword component is 0.5: about one match of a word in a
+    # few percent of the scope's rows. (The relevance floor compares the keyword coverage instead,
+    # app.memory.similarity.)
     keyword_saturation: float = Field(default=2.0, gt=0)
     bm25_k1: float = Field(default=1.2, ge=0)
     bm25_b: float = Field(default=0.75, ge=0, le=1)
@@ -162,7 +163,15 @@ class Settings(BaseSettings):
     standing_share: float = Field(default=0.25, ge=0, le=1)
     recency_half_life_days: float = 30.0
     temporary_ttl_seconds: int = 86400
-    forget_query_min_cosine: float | None = None  # None: the embedder's review threshold
+    # Forget-by-query forgets the memory recall ranks first among those whose similarity
+    # (app.memory.similarity) reaches this. None: halfway between recall's floor and the embedder's
+    # review threshold (app.memory.similarity.forget_floor). Was ENGRAM_FORGET_QUERY_MIN_COSINE.
+    forget_query_min_similarity: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        validation_alias=AliasChoices("ENGRAM_FORGET_QUERY_MIN_SIMILARITY", "ENGRAM_FORGET_QUERY_MIN_COSINE"),
+    )
     half_lives: dict[str, float | None] = Field(default_factory=lambda: dict(DEFAULT_HALF_LIVES))
     type_priors: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_TYPE_PRIORS))
     weights: ScoringWeights = Field(default_factory=ScoringWeights)
@@ -174,7 +183,14 @@ class Settings(BaseSettings):
     archive_after_days: float = Field(default=90.0, ge=0)  # cold: unused this long (0: never archive)
     archive_importance_below: float = Field(default=0.3, ge=0, le=1)  # ... and less important than this
     dream_max_memories: int = Field(default=300, ge=1)  # most recent live memories a dream looks at
-    dream_merge_min_cosine: float | None = None  # None: the embedder's review threshold
+    # The offline dreamer proposes merging memories whose similarity (app.memory.similarity) reaches
+    # this. None: the embedder's review threshold. Was ENGRAM_DREAM_MERGE_MIN_COSINE.
+    dream_merge_min_similarity: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        validation_alias=AliasChoices("ENGRAM_DREAM_MERGE_MIN_SIMILARITY", "ENGRAM_DREAM_MERGE_MIN_COSINE"),
+    )
     dream_forget_importance_below: float = Field(default=0.3, ge=0, le=1)
     dream_forget_decayed_below: float = Field(default=0.05, ge=0, le=1)  # decayed salience floor
 

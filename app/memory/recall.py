@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -55,40 +55,25 @@ def moment_of(request: RecallInput, now: datetime) -> Moment:
 class Recaller:
     """Answers one recall request."""
 
-    def __init__(self, ctx: RequestContext) -> None:
+    def __init__(self, ctx: RequestContext, *, remembered_stats: bool = True) -> None:
         self.ctx = ctx
+        # Whether BM25's statistics of a large scope may be the minute-old ones `ScopeSizes` remembers
+        # (recall's speed); forget-by-query counts them afresh and leaves nothing remembered.
+        self.remembered_stats = remembered_stats
 
     async def recall(self, request: RecallInput) -> RecallResult:
         _check(request)
         ctx = self.ctx
         latency: Latency = {}
         started = time.perf_counter()
-        [vector] = await ctx.embedder.embed([request.query])
-        latency["embed"] = _ms(started)
-
         now = ctx.clock.now()
-        scope = Scope(
-            ctx.tenant,
-            request.user_id,
-            request.project_id,
-            Reach.WITH_GLOBAL,
-            agent_id=request.agent_id,
-            shared=request.agent_id is not None,
-        )
         moment = moment_of(request, now)
-        candidates, items, use_index = await self._candidates(request, scope, vector, now, moment, latency)
+        candidates, items, use_index = await self._scored(request, now, moment, latency)
 
         mark = time.perf_counter()
         budget = request.token_budget or ctx.settings.default_token_budget
         floor = request.min_relevance if request.min_relevance is not None else ctx.relevance_floor()
-        packed = pack(
-            items,
-            budget=budget,
-            min_relevance=floor,
-            count_tokens=ctx.counter.count,
-            at_least=ctx.counter.at_least,
-            standing_share=ctx.policy.standing_share,
-        )
+        packed = self._pack(items, budget, floor)
         latency["pack"] = _ms(mark)
 
         mark = time.perf_counter()
@@ -105,6 +90,51 @@ class Recaller:
             plan=plan,
         )
         return _result(packed, candidates, budget, floor, plan, latency, moment)
+
+    async def first(
+        self, request: RecallInput, min_relevance: float, eligible: Callable[[CandidateRow], bool]
+    ) -> CandidateRow | None:
+        """The `eligible` memory this recall would rank first among those whose relevance reaches
+        `min_relevance` (forget-by-query): packed as a recall with that floor and the largest budget, so
+        it is one a recall returns, never one that the slot veto or the floor leaves out. Nothing is
+        reinforced."""
+        _check(request)
+        now = self.ctx.clock.now()
+        _, items, _ = await self._scored(request, now, moment_of(request, now), {})
+        packed = self._pack(items, MAX_BUDGET, min_relevance)
+        reached = [
+            i.item for i in packed.included if i.item.relevance >= min_relevance and eligible(i.item.ref)
+        ]
+        return max(reached, key=lambda item: item.score).ref if reached else None
+
+    def _pack(self, items: list[PackItem[CandidateRow]], budget: int, floor: float) -> Packed[CandidateRow]:
+        ctx = self.ctx
+        return pack(
+            items,
+            budget=budget,
+            min_relevance=floor,
+            count_tokens=ctx.counter.count,
+            at_least=ctx.counter.at_least,
+            standing_share=ctx.policy.standing_share,
+        )
+
+    async def _scored(
+        self, request: RecallInput, now: datetime, moment: Moment, latency: Latency
+    ) -> tuple[Candidates, list[PackItem[CandidateRow]], bool]:
+        """The request's candidates, scored (embeds the query first)."""
+        ctx = self.ctx
+        started = time.perf_counter()
+        [vector] = await ctx.embedder.embed([request.query])
+        latency["embed"] = _ms(started)
+        scope = Scope(
+            ctx.tenant,
+            request.user_id,
+            request.project_id,
+            Reach.WITH_GLOBAL,
+            agent_id=request.agent_id,
+            shared=request.agent_id is not None,
+        )
+        return await self._candidates(request, scope, vector, now, moment, latency)
 
     async def _candidates(
         self,
@@ -163,7 +193,7 @@ class Recaller:
     async def _text_stats(self, scope: Scope, now: datetime, moment: Moment) -> TextStats:
         """BM25's statistics over the rows recall reads (the present's may be remembered)."""
         store = self.ctx.store.recall
-        if moment.present:
+        if moment.present and self.remembered_stats:
             return await self.ctx.scope_sizes.text_stats(store, scope, now)
         return await store.text_stats(scope, now, moment)
 

@@ -4,9 +4,11 @@ score = w_s*semantic + w_k*keyword + w.recency*recency + w.salience*effective_sa
       + w.importance*importance + w.confidence*confidence + type_prior + w.project_match*project_match
       + w.pinned_bonus*(pinned or critical) - w.privacy_penalty*(private)
 semantic and keyword are the fusion's components (app.memory.fusion; w_s, w_k:
-`RankingPolicy.relevance_weights`). relevance (what the minimum-relevance floor applies to) =
-max(cosine, saturated BM25) under every fusion: how much the memory is about the query, whatever its
-salience (a normalised or rank-based component is 1 for the best match of any query, relevant or not).
+`RankingPolicy.relevance_weights`). relevance (what the minimum-relevance floor applies to) is the one
+similarity of app.memory.similarity for a question, max(cosine, saturated BM25), under every fusion:
+how much the
+memory is about the query, whatever its salience and whatever the other candidates (a normalised or
+rank-based component is 1 for the best match of any query, relevant or not).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Protocol
 
 from app.lib.ranking import RankingPolicy
 from app.memory.fusion import Relevance, clamp, saturate
+from app.memory.similarity import coverage, query_keyword, similarity
 from app.vocabulary import Privacy
 
 SECONDS_PER_DAY = 86400.0
@@ -30,6 +33,8 @@ class Scorable(Protocol):
     def cosine(self) -> float | None: ...
     @property
     def keyword_rank(self) -> float: ...
+    @property
+    def keyword_ideal(self) -> float: ...
     @property
     def type(self) -> str: ...
     @property
@@ -65,6 +70,7 @@ class ScoreInput:
     project_id: str | None
     valid_from: datetime
     last_accessed_at: datetime | None
+    keyword_ideal: float = 0.0  # the query's ideal BM25 (app.memory.similarity); 0: no keyword coverage
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +118,8 @@ def score(
     last_touch = item.last_accessed_at or item.valid_from
     salience = decay(item.salience, _age_days(now, last_touch), policy.half_lives.get(item.type))
     project_match = 1.0 if project_id is not None and item.project_id == project_id else 0.0
+    covered = coverage(item.keyword_rank, item.keyword_ideal)
+    keyword_evidence = query_keyword(item.keyword_rank, policy.keyword_saturation)
     components = {
         "semantic": semantic,
         "keyword": keyword,
@@ -124,6 +132,10 @@ def score(
         "project_match": project_match,
         "pinned_bonus": 1.0 if item.protected else 0.0,
         "privacy_penalty": 1.0 if item.privacy == Privacy.PRIVATE else 0.0,
+        # What the relevance is made of: max(cosine, bm25 / (bm25 + saturation)); and the coverage, what
+        # two memories' similarity compares (app.memory.similarity).
+        "cosine": cosine,
+        "coverage": covered,
     }
     total = (
         w_semantic * semantic
@@ -137,4 +149,5 @@ def score(
         + weights.pinned_bonus * components["pinned_bonus"]
         - weights.privacy_penalty * components["privacy_penalty"]
     )
-    return Scored(score=round(total, 6), relevance=round(max(cosine, saturated), 6), components=components)
+    relevance = similarity(cosine, keyword_evidence)
+    return Scored(score=round(total, 6), relevance=round(relevance, 6), components=components)

@@ -16,11 +16,12 @@ from app.lib.validation import check_time
 from app.memory.models import ForgetFilter, History, RecallInput, RecallResult, RememberInput, RememberResult
 from app.memory.recall import Recaller
 from app.memory.scoring import decay
+from app.memory.similarity import forget_floor
 from app.memory.slots import content_hash, normalise_subject
 from app.memory.writer import MemoryWriter
+from app.store.candidates import CandidateRow
 from app.store.events import NewEvent
 from app.store.pages import Keyset, Page
-from app.store.writes import NearestQuery
 from app.vocabulary import (
     LIVE_STATUSES,
     AsOfKind,
@@ -209,7 +210,7 @@ class MemoryService:
                 raise NotFound(f"memory {memory_id} not found")
             targets = [memory] if memory.status in LIVE_STATUSES else []
         elif query is not None:
-            targets = await self._closest(Scope(self.ctx.tenant, user_id, project_id), query)
+            targets = await self._closest(user_id, project_id, query, agent_id)
         elif subject is not None:
             slot = normalise_subject(subject)
             if slot is None:
@@ -231,17 +232,31 @@ class MemoryService:
         await self.ctx.store.events.record(*(NewEvent.about(m, EventKind.FORGOTTEN, why) for m in targets))
         return [m.id for m in targets]
 
-    async def _closest(self, scope: Scope, query: str) -> list[Memory]:
-        """The one live memory of the scope's project closest to `query`, if it is close enough."""
+    async def _closest(
+        self, user_id: str, project_id: str | None, query: str, agent_id: str | None
+    ) -> list[Memory]:
+        """The memory recall ranks first for `query` among the user's own whose similarity
+        (app.memory.similarity) reaches the forget floor; none when none does."""
         if not query.strip():
             raise ValidationFailed("query must not be empty")
         ctx = self.ctx
-        [vector] = await ctx.embedder.embed([query])
-        threshold = ctx.settings.forget_query_min_cosine or ctx.embedder.thresholds.review
-        queries = [NearestQuery(mtype, None, vector) for mtype in MemoryType]
-        hits = [h for h in await ctx.store.writes.nearest(scope, queries, ctx.embedder.name) if h is not None]
-        best = max(hits, key=lambda h: h[1], default=None)
-        return [best[0]] if best is not None and best[1] >= threshold else []
+        floor = ctx.settings.forget_query_min_similarity
+        if floor is None:
+            floor = forget_floor(ctx.relevance_floor(), ctx.embedder.thresholds.review)
+        request = RecallInput(user_id=user_id, query=query, project_id=project_id, agent_id=agent_id)
+
+        def forgettable(row: CandidateRow) -> bool:
+            # The user's own (a shared space's memories are not theirs to forget by a description), and
+            # with an agent, only what that agent may change.
+            owner, agent = row.columns["user_id"], row.columns["agent_id"]
+            return owner == user_id and (agent_id is None or agent in (None, agent_id))
+
+        # Exact statistics: a forget is rare, and its count must not become the scope's remembered one.
+        first = await Recaller(ctx, remembered_stats=False).first(request, floor, forgettable)
+        if first is None:
+            return []
+        memory = await ctx.store.reads.get(first.id, for_update=True)
+        return [memory] if memory is not None and memory.status in LIVE_STATUSES else []
 
     async def _filtered(self, scope: Scope, f: ForgetFilter) -> list[Memory]:
         if all(v is None for v in (f.older_than_days, f.salience_below, f.decayed_below, f.type)):

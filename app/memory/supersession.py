@@ -34,6 +34,7 @@ class Decision:
     target: uuid.UUID | None = None
     rule: SupersedeRule | None = None
     cosine: float | None = None
+    similarity: float | None = None  # app.memory.similarity, when the review band was reached by it
 
 
 def decide_slot(new_hash: str, observed_at: datetime, current: Existing | None) -> Decision | None:
@@ -57,16 +58,25 @@ def decide_semantic(
     supersede_at: float,
     review_at: float,
     numbers_differ: bool = False,
+    similar: Existing | None = None,
+    similarity: float | None = None,
 ) -> Decision:
     """Semantic rule: the nearest current memory of the same type in the same scope, by cosine.
+
+    Only the cosine supersedes automatically (a false supersede retires a user's fact). The review band
+    is reached by the cosine, or by the similarity (app.memory.similarity: the cosine or the two texts'
+    keyword coverage, whichever is higher) of the most `similar` of the nearest memories: word overlap
+    may make a pair a proposal for a person, never an automatic supersession.
 
     Embeddings barely see a changed number ("34 years old" vs "35"), so when the numbers in the two
     texts differ a high cosine is not proof of the same fact: a human reviews it instead.
     """
-    if nearest is None or cosine is None or cosine < review_at:
-        return Decision(Action.CREATE)
-    if cosine >= supersede_at and not nearest.protected and not numbers_differ:
-        if observed_at < nearest.valid_from:
-            return Decision(Action.ARRIVED_STALE, nearest.id, SupersedeRule.OBSERVED_LATER, cosine)
-        return Decision(Action.SUPERSEDE, nearest.id, SupersedeRule.SEMANTIC, cosine)
-    return Decision(Action.PROPOSE, nearest.id, SupersedeRule.SEMANTIC, cosine)
+    if nearest is not None and cosine is not None and cosine >= review_at:
+        if cosine >= supersede_at and not nearest.protected and not numbers_differ:
+            if observed_at < nearest.valid_from:
+                return Decision(Action.ARRIVED_STALE, nearest.id, SupersedeRule.OBSERVED_LATER, cosine)
+            return Decision(Action.SUPERSEDE, nearest.id, SupersedeRule.SEMANTIC, cosine)
+        return Decision(Action.PROPOSE, nearest.id, SupersedeRule.SEMANTIC, cosine)
+    if similar is not None and similarity is not None and similarity >= review_at:
+        return Decision(Action.PROPOSE, similar.id, SupersedeRule.SEMANTIC, None, similarity)
+    return Decision(Action.CREATE)

@@ -69,7 +69,8 @@ class MemoryWriter:
         if duplicate is not None:
             return Decision(Action.DEDUPLICATE, duplicate.id)
         thresholds = self.ctx.embedder.thresholds
-        nearest = await lookups.nearest(index)
+        near = await lookups.nearest(index)
+        nearest, similar = near.nearest, near.similar
         return decide_semantic(
             p.observed_at,
             _existing(nearest[0]) if nearest else None,
@@ -77,6 +78,8 @@ class MemoryWriter:
             supersede_at=thresholds.supersede,
             review_at=thresholds.review,
             numbers_differ=nearest is not None and numeric_tokens_differ(nearest[0].content, p.content),
+            similar=_existing(similar[0]) if similar else None,
+            similarity=similar[1] if similar else None,
         )
 
     async def _write(self, lookups: WriteLookups, index: int, now: datetime) -> RememberResult:
@@ -113,6 +116,7 @@ class MemoryWriter:
                 "successor": str(new.id),
                 "rule": decision.rule,
                 "cosine": decision.cosine,
+                "similarity": decision.similarity,
                 "protected": is_protected(old.status, old.type),
                 "fingerprint": fingerprints([old, new]),
             },
@@ -189,4 +193,9 @@ def _supersede_reason(decision: Decision) -> str:
 def _proposal_rationale(old: Memory, decision: Decision) -> str:
     if is_protected(old.status, old.type):
         return "the existing memory is pinned or a critical rule; it is never replaced without approval"
+    if decision.cosine is None:
+        return (
+            f"similarity {decision.similarity or 0.0:.3f} (their words) is in the review band: possibly the "
+            "same fact, changed"
+        )
     return f"cosine {decision.cosine:.3f} is in the review band: possibly the same fact, changed"

@@ -24,8 +24,12 @@ memory, and the rows of common lexemes are hot: every write of a user contends o
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+
+# A tsvector's text form: 'lexeme':1,4B 'other':2 (positions optional, quotes doubled inside).
+_TSV_ENTRY = re.compile(r"'((?:[^']|'')+)'(?::([0-9A-D,]+))?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +73,14 @@ def bm25(
     )
 
 
+def lexemes_of(tsvector: str | None) -> dict[str, int]:
+    """lexeme -> tf (its positions; 1 without) of a tsvector's text form, as PostgreSQL returns it."""
+    return {
+        m.group(1).replace("''", "'"): len(m.group(2).split(",")) if m.group(2) else 1
+        for m in _TSV_ENTRY.finditer(tsvector or "")
+    }
+
+
 def document_frequencies(rows: Iterable[Mapping[str, int]]) -> dict[str, int]:
     """df of each lexeme over rows given as lexeme -> tf maps."""
     dfs: dict[str, int] = {}
@@ -87,8 +99,9 @@ _N, _AVGDL, _K1, _B = (_F.format(p) for p in (":bm25_n", ":bm25_avgdl", ":bm25_k
 
 
 def bm25_ctes(source: str) -> str:
-    """The text half as CTEs: `scored` (every match's BM25, up to `kw_cap` matches) and `kw` (the top
-    `k` of them, ties broken by content so equal scores choose the same rows every time)."""
+    """The text half as CTEs: `scored` (every match's BM25, up to `kw_cap` matches, and the query's ideal
+    BM25, app.memory.similarity) and `kw` (the top `k` of them, ties broken by content so equal scores
+    choose the same rows every time)."""
     return f"""matched AS MATERIALIZED (
                     SELECT id, content_hash, tsv FROM {source} LIMIT :kw_cap
                 ), query_lexemes AS MATERIALIZED (  -- once: a generic plan would stem per row
@@ -100,17 +113,24 @@ def bm25_ctes(source: str) -> str:
                          unnest(ts_filter(setweight(matched.tsv, 'A', q.lexemes), '{{a}}')) t
                 ), df AS (
                     SELECT lexeme, count(*) AS df FROM hits GROUP BY lexeme
+                ), ideal AS (  -- app.memory.similarity.ideal_bm25: the sum of the query lexemes' idf
+                    SELECT coalesce(sum(ln(1 + (greatest({_N}, d) - d + 0.5) / (d + 0.5))), 0) AS ideal
+                    FROM (SELECT coalesce(df.df, 0) AS d
+                          FROM query_lexemes q CROSS JOIN unnest(q.lexemes) AS l(lexeme)
+                          LEFT JOIN df USING (lexeme)) lexeme_dfs
                 ), scored AS (
                     SELECT hits.id,
                            sum(ln(1 + (greatest({_N}, df.df) - df.df + 0.5) / (df.df + 0.5))
                                * hits.tf * ({_K1} + 1)
-                               / (hits.tf + {_K1} * (1 - {_B} + {_B} * hits.dl / {_AVGDL}))) AS rank
+                               / (hits.tf + {_K1} * (1 - {_B} + {_B} * hits.dl / {_AVGDL}))) AS rank,
+                           (SELECT ideal FROM ideal) AS ideal
                     FROM hits JOIN df USING (lexeme) GROUP BY hits.id
                 ), kw AS (
-                    SELECT scored.id, scored.rank FROM scored JOIN matched USING (id)
+                    SELECT scored.id, scored.rank, scored.ideal FROM scored JOIN matched USING (id)
                     ORDER BY scored.rank DESC, matched.content_hash LIMIT :k
                 )"""
 
 
-NO_KEYWORD_CTES = """scored AS (SELECT NULL::uuid AS id, 0.0::float8 AS rank WHERE false),
-                kw AS (SELECT id, rank FROM scored)"""
+NO_KEYWORD_CTES = """scored AS (
+                    SELECT NULL::uuid AS id, 0.0::float8 AS rank, 0.0::float8 AS ideal WHERE false
+                ), kw AS (SELECT id, rank, ideal FROM scored)"""

@@ -83,6 +83,9 @@ class CandidateRow:
     cosine: float | None
     keyword_rank: float
     columns: RowMapping  # every column the API shows
+    keyword_ideal: float = (
+        0.0  # the query's ideal BM25 (app.memory.similarity); 0 when the text did not match
+    )
 
     @classmethod
     def of(cls, row: RowMapping) -> CandidateRow:
@@ -92,6 +95,7 @@ class CandidateRow:
             cosine=None if cosine is None else float(cosine),
             keyword_rank=float(row["rank"] or 0.0),
             columns=row,
+            keyword_ideal=float(row["ideal"] or 0.0),
         )
 
     @property
@@ -128,12 +132,13 @@ _SHORT_TSV = (
 _CANDIDATE_SELECT = f"""SELECT {MEMORY_SQL}, m.content_tokens,
                        CASE WHEN m.embed_model = :embed_model AND m.embedding IS NOT NULL
                             THEN 1 - (m.embedding <=> CAST(:qvec AS vector)) END AS cosine,
-                       coalesce(r.rank, 0) AS rank"""
+                       coalesce(r.rank, 0) AS rank, coalesce(r.ideal, 0) AS ideal"""
 _CANDIDATE_RESULT = (
     *(result_column(c) for c in MEMORY_COLUMNS),
     column("content_tokens", Integer),
     column("cosine", Float),
     column("rank", Float),
+    column("ideal", Float),
 )
 
 
@@ -299,7 +304,7 @@ class RecallStore:
                     SELECT id FROM memories
                     WHERE {_recall_scope(scope, moment)} AND {PROTECTED_SQL} LIMIT :k
                 ), ids AS MATERIALIZED (
-                    SELECT u.id, scored.rank
+                    SELECT u.id, scored.rank, scored.ideal
                     FROM (SELECT id FROM sem UNION SELECT id FROM kw UNION SELECT id FROM always) u
                     LEFT JOIN scored ON scored.id = u.id
                 )

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Float, and_, func, or_, select, text
+from sqlalchemy import Text, case, cast, func, or_, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import aliased
 
 from app.db.models import Memory
+from app.store.bm25 import lexemes_of
 from app.store.candidates import or_tsquery
 from app.store.moments import moment_params, moment_sql
 from app.store.pages import Keyset, Page, keyset_page
@@ -135,41 +135,19 @@ class MemoryReads:
             "mismatched": int(mismatched or 0),
         }
 
-    async def near_duplicate_pairs(
-        self, ids: Sequence[uuid.UUID], embed_model: str, min_cosine: float
-    ) -> list[tuple[uuid.UUID, uuid.UUID, float]]:
-        """Pairs among `ids` of active memories of the same type and project whose cosine is at least
-        `min_cosine`. Exact, over the few hundred memories a dream looks at (quadratic, on that small set)."""
-        if len(ids) < 2:
-            return []
-        a, b = aliased(Memory), aliased(Memory)
-        cosine = (1 - a.embedding.op("<=>", return_type=Float)(b.embedding)).label("cosine")
-        query = (
-            select(a.id, b.id, cosine)
-            .join(
-                b,
-                and_(
-                    b.tenant_id == a.tenant_id,
-                    b.id > a.id,
-                    b.type == a.type,
-                    b.project_id.is_not_distinct_from(a.project_id),
-                    b.embed_model == a.embed_model,
-                ),
-            )
-            .where(
-                a.tenant_id == self.tenant,
-                a.id == any_id(ids),
-                b.id == any_id(ids),
-                a.embed_model == embed_model,
-                a.status == MemoryStatus.ACTIVE,
-                b.status == MemoryStatus.ACTIVE,
-                a.embedding.is_not(None),
-                b.embedding.is_not(None),
-                cosine >= min_cosine,
-            )
+    async def similarity_inputs(
+        self, ids: Sequence[uuid.UUID], embed_model: str
+    ) -> dict[uuid.UUID, tuple[Sequence[float] | None, dict[str, int]]]:
+        """Each memory's vector (None when another model embedded it) and lexemes with their tf
+        (app.memory.similarity)."""
+        if not ids:
+            return {}
+        vector = case((Memory.embed_model == embed_model, Memory.embedding), else_=None)
+        query = select(Memory.id, vector, cast(Memory.content_tsv, Text)).where(
+            Memory.tenant_id == self.tenant, Memory.id == any_id(ids)
         )
         rows = (await self.session.execute(query)).all()
-        return [(x, y, float(c)) for x, y, c in rows]
+        return {row[0]: (row[1], lexemes_of(row[2])) for row in rows}
 
 
 def _current_at(at: Moment) -> Any:

@@ -9,11 +9,12 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Float, Integer, column, select, text, tuple_
+from sqlalchemy import Float, Integer, Text, column, select, text, tuple_
 from sqlalchemy.dialects.postgresql import distinct_on
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.db.models import Memory
+from app.store.bm25 import lexemes_of
 from app.store.scope import scope_clause, scope_params, scope_sql
 from app.store.sql import (
     ACCESS_JOIN,
@@ -28,13 +29,32 @@ from app.vocabulary import MemoryType, Scope
 
 
 @dataclass(frozen=True, slots=True)
+class Neighbour:
+    """A live memory near a new one: its cosine with it and its lexemes (app.memory.similarity)."""
+
+    memory: Memory
+    cosine: float
+    lexemes: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Nearby:
+    """A query's nearest memories, nearest first, and the query's own lexemes (`words` as stored)."""
+
+    neighbours: list[Neighbour]
+    lexemes: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
 class NearestQuery:
     """Which live memory of `type` is closest to `vector`; a memory in another named slot than `subject`
-    is a different attribute, never a match."""
+    is a different attribute, never a match. `words`: the new memory's text as its `content_tsv` is made
+    of (subject and content)."""
 
     type: MemoryType
     subject: str | None
     vector: Sequence[float]
+    words: str = ""
 
 
 def _ilike_contains(value: str) -> str:
@@ -84,9 +104,11 @@ class WriteStore:
         *,
         index_dim: int | None = None,
         ef_search: int = 100,
-    ) -> list[tuple[Memory, float] | None]:
-        """Each query's nearest live memory and its cosine, in one statement: an exact scan per query, or
-        with `index_dim` the per-model HNSW index (large scopes)."""
+        k: int = 1,
+    ) -> list[Nearby]:
+        """Each query's `k` nearest live memories, nearest first, with their cosines and lexemes, and the
+        query's own lexemes, in one statement: an exact scan per query, or with `index_dim` the
+        per-model HNSW index (large scopes)."""
         if not queries:
             return []
         if index_dim is None:
@@ -99,23 +121,35 @@ class WriteStore:
             await use_hnsw_scan(self.session, ef_search)
         # The nearest rows are found once (`nn`, materialised) and then fetched by primary key: joining
         # the lateral search to `memories` let the planner, misled by a fast-growing scope's stale
-        # estimates, run the search once per row of the tenant (394 rows: 265 ms instead of 0.3).
+        # estimates, run the search once per row of the tenant (394 rows: 265 ms instead of 0.3). Every
+        # query has a row (its own lexemes), with its neighbours' columns or NULLs.
         sql = text(
             f"""WITH q AS MATERIALIZED (
-                    SELECT ord, mtype, subject, CAST(vec AS {vector_type}) AS vec
+                    SELECT ord, mtype, subject, CAST(vec AS {vector_type}) AS vec,
+                           to_tsvector('english', words)::text AS qtsv
                     FROM unnest(CAST(:ords AS int[]), CAST(:types AS text[]), CAST(:subjects AS text[]),
-                                CAST(:vecs AS text[])) AS t(ord, mtype, subject, vec))
+                                CAST(:vecs AS text[]), CAST(:words AS text[]))
+                         AS t(ord, mtype, subject, vec, words))
                 , nn AS MATERIALIZED (
                     SELECT q.ord, x.id, x.distance FROM q CROSS JOIN LATERAL (
                         SELECT id, {embedding} <=> q.vec AS distance FROM memories
                         WHERE {scope_sql(scope, live=True)} AND type = q.mtype AND {model_filter}
                           AND embedding IS NOT NULL
                           AND (q.subject IS NULL OR subject IS NULL OR subject = q.subject)
-                        ORDER BY distance LIMIT 1) x)
-                SELECT {MEMORY_SQL}, nn.ord AS ord, 1 - nn.distance AS cosine
-                FROM memories m JOIN nn ON nn.id = m.id {ACCESS_JOIN}
-                WHERE m.tenant_id = :tenant AND m.id = ANY (ARRAY(SELECT id FROM nn))"""
-        ).columns(*MEMORY_ATTRIBUTES, column("ord", Integer), column("cosine", Float))
+                        ORDER BY distance LIMIT :k) x)
+                SELECT {MEMORY_SQL}, q.ord AS ord, 1 - nn.distance AS cosine, m.content_tsv::text AS tsv,
+                       q.qtsv AS qtsv
+                FROM q LEFT JOIN nn ON nn.ord = q.ord
+                LEFT JOIN memories m ON m.tenant_id = :tenant AND m.id = nn.id
+                                    AND m.id = ANY (ARRAY(SELECT id FROM nn))
+                {ACCESS_JOIN}"""
+        ).columns(
+            *MEMORY_ATTRIBUTES,
+            column("ord", Integer),
+            column("cosine", Float),
+            column("tsv", Text),
+            column("qtsv", Text),
+        )
         params = {
             **scope_params(scope),
             "embed_model": embed_model,
@@ -123,12 +157,18 @@ class WriteStore:
             "types": [str(q.type) for q in queries],
             "subjects": [q.subject for q in queries],
             "vecs": [vector_literal(q.vector) for q in queries],
+            "words": [q.words for q in queries],
+            "k": k,
         }
-        query = select(Memory, sql.selected_columns.ord, sql.selected_columns.cosine).from_statement(sql)
-        found: list[tuple[Memory, float] | None] = [None] * len(queries)
-        for memory, ord_, cosine in (await self.session.execute(query, params)).all():
-            if cosine is not None:
-                found[ord_] = (memory, float(cosine))
+        c = sql.selected_columns
+        query = select(Memory, c.ord, c.cosine, c.tsv, c.qtsv).from_statement(sql)
+        found = [Nearby([], {}) for _ in queries]
+        for memory, ord_, cosine, tsv, qtsv in (await self.session.execute(query, params)).all():
+            found[ord_].lexemes.update(lexemes_of(qtsv))
+            if memory is not None and cosine is not None:
+                found[ord_].neighbours.append(Neighbour(memory, float(cosine), lexemes_of(tsv)))
+        for nearby in found:
+            nearby.neighbours.sort(key=lambda n: -n.cosine)
         return found
 
     async def slotted_mentioning(

@@ -100,6 +100,27 @@ class _Included:
     turns: list[str]
 
 
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """One candidate of a recall without floor or budget: its turns and its relevance's parts."""
+
+    standing: bool  # a constraint, critical rule or pinned memory (enters below the floor)
+    turns: list[str]
+    cosine: float
+    coverage: float
+    bm25: float
+
+    @classmethod
+    def of(cls, standing: bool, turns: list[str], components: dict[str, float]) -> Signal:
+        return cls(
+            standing,
+            turns,
+            components.get("cosine", 0.0),
+            components.get("coverage", 0.0),
+            components["bm25"],
+        )
+
+
 @dataclass(slots=True)
 class Recalled:
     turn_ids: list[str]  # turns of the context's memories, in context order
@@ -123,6 +144,7 @@ class EngramSystem:
         self.counter = TokenCounter()
         self.turns_of: dict[uuid.UUID, list[str]] = defaultdict(list)
         self.always: set[uuid.UUID] = set()
+        self.standing: set[uuid.UUID] = set()  # enter below the floor within the standing share
         self.actions: Counter[str] = Counter()
 
     def service(self, session: AsyncSession) -> MemoryService:
@@ -189,6 +211,11 @@ class EngramSystem:
                     self.turns_of[memory.id].append(unit.turn_id)
                 if memory.type == MemoryType.CRITICAL_RULE or memory.status == "pinned":
                     self.always.add(memory.id)
+                if (
+                    memory.type in (MemoryType.CRITICAL_RULE, MemoryType.CONSTRAINT)
+                    or memory.status == "pinned"
+                ):
+                    self.standing.add(memory.id)
                 self.actions[result.action] += 1
                 self.actions["proposals"] += len(result.proposals)
 
@@ -237,13 +264,23 @@ class EngramSystem:
 
     async def ranking(
         self, user_id: str, query: str, project: str | None, at: datetime
-    ) -> tuple[list[str], float]:
-        """Turn ids in the order of the memories' scores: unlimited budget, no relevance floor."""
+    ) -> tuple[list[str], float, list[Signal]]:
+        """Turn ids in the order of the memories' scores: unlimited budget, no relevance floor; and what
+        each candidate's relevance is made of (bench.calibrate_floor)."""
         request = RecallInput(
             user_id=user_id, query=query, project_id=project, token_budget=MAX_BUDGET, min_relevance=0.0
         )
         started = time.perf_counter()
         result, included = await self._recall(request, at)
+        signals = [
+            Signal.of(m.id in self.standing, m.turns, components)
+            for m, components in zip(included, (r.components for r in result.memories), strict=True)
+        ]
+        signals += [
+            Signal.of(s.id in self.standing, self._turns(s.id), s.components)
+            for s in result.skipped
+            if s.reason == SkipReason.BUDGET
+        ]
         ordered: list[tuple[bool, float, list[str]]] = [
             (m.id not in self.always, -m.score, m.turns) for m in included
         ]
@@ -254,4 +291,4 @@ class EngramSystem:
         ]
         ordered.sort(key=lambda x: (x[0], x[1]))
         ids = [t for _, _, group in ordered for t in group]
-        return ids, (time.perf_counter() - started) * 1000
+        return ids, (time.perf_counter() - started) * 1000, signals

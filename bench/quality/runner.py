@@ -18,6 +18,7 @@ from app.vocabulary import Source
 from bench.quality import beam, locomo, seeds, synthetic
 from bench.quality.embedding import CachedEmbedder
 from bench.quality.engram import EngramStore, EngramSystem
+from bench.quality.floor import relevance_signals
 from bench.quality.metrics import Score, ranks, score, unique
 from bench.quality.model import Conversation, Dataset, Question, load_neutral
 from bench.quality.systems import Baselines
@@ -95,6 +96,7 @@ def _row(
     latency: Sequence[float],
     rank: dict[str, float] | None = None,
     rank_ms: float | None = None,
+    signals: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     return {
         "dataset": dataset.name,
@@ -116,6 +118,7 @@ def _row(
         "latency_ms": [round(x, 3) for x in latency],
         "rank": rank,
         "rank_ms": None if rank_ms is None else round(rank_ms, 3),
+        "signals": signals,  # Engram's: what a relevance floor would keep (bench.quality.floor)
     }
 
 
@@ -248,9 +251,11 @@ class Runner:
         for q, qvec in zip(questions, qvecs, strict=True):
             for system in systems:
                 scores, tokens, latency = [], [], []
+                signals = None
                 if system == "engram":
                     assert engram is not None
-                    ranking, rank_ms = await engram.ranking(user, q.question, q.project, at)
+                    ranking, rank_ms, candidates = await engram.ranking(user, q.question, q.project, at)
+                    signals = relevance_signals(candidates, q.evidence)
                     for budget in self.options.budgets:
                         got = await engram.recall(user, q.question, q.project, budget, at)
                         scores.append(score(q, got.turn_ids, got.context))
@@ -278,6 +283,7 @@ class Runner:
                         latency,
                         ranks(q, ranking),
                         rank_ms,
+                        signals,
                     )
                 )
             bar.update(1)

@@ -237,7 +237,7 @@ async def _original_value(engram: EngramSystem, user: str, subject: str, expecte
     """The oldest version in the slot's history (GET /v1/memories/{id}/history) names `expected`."""
     async with engram.store.transaction(commit=False) as session:
         service = engram.service(session)
-        memories, _ = await service.list_memories(user, subject=subject, status="active")
+        memories = (await service.list_memories(user, subject=subject, status="active")).items
         if not memories:
             return False
         history = await service.history(memories[0].id)

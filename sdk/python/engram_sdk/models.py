@@ -128,6 +128,7 @@ class Included(Model):
     score: float
     tokens: int
     superseded: bool = False  # no longer current (a question about the past, or `as_of`)
+    relevance: float = 0.0  # the value compared with the floor (min_relevance)
 
 
 class Skipped(Model):
