@@ -148,13 +148,20 @@ class Recaller:
         """Both halves' rows, scored as they arrive, in packing order; and whether HNSW answered."""
         ctx, settings, policy = self.ctx, self.ctx.settings, self.ctx.policy
         mark = time.perf_counter()
-        if moment.as_of is None:
+        tsquery = or_tsquery(request.query)
+        stats: TextStats | None = None
+        if moment.present and tsquery:  # the statistics count the scope too
+            use_index, size, stats = await ctx.scope_sizes.plan_with_stats(
+                ctx.store.recall, scope, now, settings.exact_scan_max_rows, settings.hnsw_min_share
+            )
+        elif moment.as_of is None:
             use_index, size = await ctx.scope_sizes.plan(
                 ctx.store.recall, scope, now, settings.exact_scan_max_rows, settings.hnsw_min_share
             )
         else:  # an instant's rows are not the live ones the counts are of: scanned exactly
             use_index, size = False, 0
-        tsquery = or_tsquery(request.query)
+        if tsquery and stats is None:
+            stats = await self._text_stats(scope, now, moment)
         query = CandidateQuery(
             scope,
             vector,
@@ -163,7 +170,7 @@ class Recaller:
             policy.candidate_k,
             now,
             policy.keyword_max_matches,
-            stats=await self._text_stats(scope, now, moment) if tsquery else None,
+            stats=stats,
             k1=policy.bm25_k1,
             b=policy.bm25_b,
             moment=moment,

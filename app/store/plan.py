@@ -61,6 +61,19 @@ class ScopeSizes:
             size, table = await self.size(store, scope, now, int(table * min_share) + 1)
         return use_hnsw(PlanInput(size, table, exact_max, min_share)), size
 
+    async def plan_with_stats(
+        self, store: RecallStore, scope: Scope, now: datetime, exact_max: int, min_share: float
+    ) -> tuple[bool, int, TextStats]:
+        """`plan` and BM25's `text_stats` of a present recall, in one statement where one will do: the
+        statistics count the same live rows as the plan's count, so a scope they show within
+        `exact_max` is scanned exactly without a count of its own (a round trip of every small recall);
+        a larger one is counted as `plan` counts it, for its share of the table."""
+        stats = await self.text_stats(store, scope, now)
+        if stats.rows <= exact_max:
+            return False, stats.rows, stats
+        use_index, size = await self.plan(store, scope, now, exact_max, min_share)
+        return use_index, size, stats
+
     async def size(self, store: RecallStore, scope: Scope, now: datetime, cap: int) -> tuple[int, float]:
         """(live rows in scope counted up to `cap`, the table's estimated rows), counted or remembered."""
         key = (*_identity(scope), cap)

@@ -15,7 +15,7 @@ from app.context import RequestContext
 from app.db.session import create_engine, set_tenant
 from app.db.spare import SpareReads, checked_out
 from app.embeddings.hashing import HashEmbedder
-from app.lib.clock import SystemClock
+from app.lib.clock import Clock, FrozenClock, SystemClock
 from app.lib.settings import Settings
 from app.lib.tokens import TokenCounter
 from app.memory.models import RecallInput, RecallResult, RememberInput
@@ -66,7 +66,11 @@ def _settings(settings: Settings) -> Settings:
 
 
 def _service(
-    session: AsyncSession, tenant: TenantId, settings: Settings, spare: SpareReads | None
+    session: AsyncSession,
+    tenant: TenantId,
+    settings: Settings,
+    spare: SpareReads | None,
+    clock: Clock | None = None,
 ) -> MemoryService:
     ctx = RequestContext.build(
         session,
@@ -74,7 +78,7 @@ def _service(
         "test",
         embedder=HashEmbedder(),
         settings=_settings(settings),
-        clock=SystemClock(),
+        clock=clock or SystemClock(),
         counter=TokenCounter(),
         spare=spare,
     )
@@ -88,15 +92,19 @@ async def _recall(
     spare: SpareReads | None,
     query: str,
     engine: AsyncEngine | None = None,
+    clock: Clock | None = None,
 ) -> RecallResult:
-    """One recall in its own transaction, on `engine`'s pool or a pool of its own."""
+    """One recall in its own transaction, on `engine`'s pool or a pool of its own, at `clock`'s time.
+
+    Recalls compared with each other share a frozen clock: the recency term moves with the time between
+    them (on a loaded machine a second or more), which changes the sixth decimal of a score."""
     own = engine is None
     engine = engine or create_engine(database.app_url, pool_size=1, max_overflow=0)
     try:
         async with async_sessionmaker(engine, expire_on_commit=False)() as session, session.begin():
             await set_tenant(session, tenant)
             request = RecallInput(user_id="u", query=query, min_relevance=0, token_budget=8192)
-            return await _service(session, tenant, settings, spare).recall(request)
+            return await _service(session, tenant, settings, spare, clock).recall(request)
     finally:
         if own:
             await engine.dispose()
@@ -121,9 +129,10 @@ async def test_the_text_half_apart_recalls_what_one_statement_recalls(
     api: Api, database: TestDatabase, settings: Settings, spare: CountingSpare
 ) -> None:
     tenant = await _with_facts(api)
+    clock = FrozenClock()
     for query in QUERIES:
-        alone = await _recall(database, settings, tenant, None, query)
-        apart = await _recall(database, settings, tenant, spare, query)
+        alone = await _recall(database, settings, tenant, None, query, clock=clock)
+        apart = await _recall(database, settings, tenant, spare, query, clock=clock)
         assert _seen(apart) == _seen(alone), query
     assert spare.started == len(QUERIES)
     # Both halves contributed: keyword scores come only from the text half, cosine only from the other.
@@ -170,7 +179,8 @@ async def test_with_every_spare_connection_busy_recall_does_not_wait(
     api: Api, database: TestDatabase, settings: Settings, spare: CountingSpare
 ) -> None:
     tenant = await _with_facts(api)
-    alone = await _recall(database, settings, tenant, None, "zeppelin hangar")
+    clock = FrozenClock()
+    alone = await _recall(database, settings, tenant, None, "zeppelin hangar", clock=clock)
     release = asyncio.Event()
 
     async def hold(session: AsyncSession) -> None:
@@ -179,7 +189,9 @@ async def test_with_every_spare_connection_busy_recall_does_not_wait(
 
     holder = spare.start(tenant, hold)  # the pool's only connection
     assert holder is not None
-    busy = await asyncio.wait_for(_recall(database, settings, tenant, spare, "zeppelin hangar"), timeout=30)
+    busy = await asyncio.wait_for(
+        _recall(database, settings, tenant, spare, "zeppelin hangar", clock=clock), timeout=30
+    )
     release.set()
     await holder
     assert spare.started == 1  # only the holder: recall read both halves in one statement
@@ -190,11 +202,12 @@ async def test_a_failed_spare_read_is_read_on_the_requests_connection(
     api: Api, database: TestDatabase, settings: Settings
 ) -> None:
     tenant = await _with_facts(api)
-    alone = await _recall(database, settings, tenant, None, "zeppelin hangar")
+    clock = FrozenClock()
+    alone = await _recall(database, settings, tenant, None, "zeppelin hangar", clock=clock)
     # A role that does not exist: every spare read fails when it connects.
     broken = CountingSpare(database.app_url.replace("engram_app", "engram_nobody"), 1)
     try:
-        recalled = await _recall(database, settings, tenant, broken, "zeppelin hangar")
+        recalled = await _recall(database, settings, tenant, broken, "zeppelin hangar", clock=clock)
     finally:
         await broken.dispose()
     assert broken.started == 1
@@ -207,12 +220,13 @@ async def test_while_other_requests_hold_connections_the_text_half_stays_in_the_
     tenant = await _with_facts(api)
     requests = create_engine(database.app_url, pool_size=3, max_overflow=0)
     spare = CountingSpare(database.app_url, 1, beside=requests)
+    clock = FrozenClock()
     try:
         async with requests.connect() as other:  # another request, mid-transaction
             await other.execute(text("SELECT 1"))
-            busy = await _recall(database, settings, tenant, spare, "zeppelin hangar", requests)
+            busy = await _recall(database, settings, tenant, spare, "zeppelin hangar", requests, clock)
         assert spare.started == 0  # its core was not spare: both halves ran in one statement
-        idle = await _recall(database, settings, tenant, spare, "zeppelin hangar", requests)
+        idle = await _recall(database, settings, tenant, spare, "zeppelin hangar", requests, clock)
         assert spare.started == 1
     finally:
         await spare.dispose()

@@ -90,3 +90,26 @@ async def test_a_batch_of_100_costs_one_statement_per_lookup_not_per_item(api: A
     actions = [r["action"] for r in response.json()["results"]]
     assert actions.count("superseded") == 90  # each of the 10 slots: created once, then superseded 9 times
     assert len(statements) <= BATCH_OF_100_INTO_SLOTS, statements
+
+
+# Recall (the tests write reinforcement inside the request; the service does it in the background):
+ONE_RECALL = 4  # authenticate, the scope's text statistics (its size with them), candidates, reinforce
+ONE_RECALL_WITHOUT_WORDS = 4  # authenticate, the scope's size, candidates, reinforce
+
+
+async def test_a_recall_of_a_small_scope_counts_it_once(api: Api) -> None:
+    """The BM25 statistics count the scope's live rows, which is all the plan needs of a scope within the
+    exact-scan limit: no separate count (each statement is a round trip, ~0.5-2 ms of a small recall)."""
+    await seed(api, "recalled")
+    with counting(api.client) as statements:
+        response = await api.post(
+            "/v1/recall", {"user_id": "recalled", "query": "which topic is fact 3 about"}
+        )
+    assert response.status_code == 200, response.status_code
+    assert response.json()["memories"]
+    assert len(statements) <= ONE_RECALL, statements
+
+    with counting(api.client) as statements:
+        response = await api.post("/v1/recall", {"user_id": "recalled", "query": "?!"})
+    assert response.status_code == 200, response.status_code
+    assert len(statements) <= ONE_RECALL_WITHOUT_WORDS, statements
