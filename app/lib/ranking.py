@@ -47,6 +47,9 @@ class RankingPolicy:
     # Standing memories (pinned, critical rules, constraints) enter a context whatever the question only
     # within this share of its budget (app.memory.packing); past it, on relevance like any memory.
     standing_share: float = 0.25
+    # Long memories are also stored as passages of at most this many tokens (app/memory/passages.py):
+    # ranked by their best passage, packed whole or as that passage (0: no passages are written).
+    passage_tokens: int = 100
 
     @classmethod
     def of(cls, settings: Settings) -> RankingPolicy:
@@ -66,6 +69,7 @@ class RankingPolicy:
             fused_semantic_weight=settings.fused_semantic_weight,
             fused_keyword_weight=settings.fused_keyword_weight,
             standing_share=settings.standing_share,
+            passage_tokens=settings.passage_tokens,
         )
 
     def relevance_weights(self) -> tuple[float, float]:

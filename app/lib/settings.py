@@ -160,6 +160,9 @@ class Settings(BaseSettings):
     # The share of a recall's budget that standing memories (pinned, critical rules, constraints) may
     # take whatever the question; past it they compete on relevance like any memory.
     standing_share: float = Field(default=0.25, ge=0, le=1)
+    # A memory longer than this many tokens is also stored as passages of at most this many (0: none):
+    # recall ranks it by its best passage and may return that passage (docs/RANKING.md, "Passages").
+    passage_tokens: int = Field(default=100, ge=0, le=4096)
     recency_half_life_days: float = 30.0
     temporary_ttl_seconds: int = 86400
     forget_query_min_cosine: float | None = None  # None: the embedder's review threshold

@@ -9,6 +9,10 @@ appear in the order their first item was taken, items within a group in the orde
 the first memory is still the first taken, and `Packed.included` is in context order: its i-th item is
 the context's i-th line that is not a header.
 
+A long memory's item may carry an excerpt (its best passage, app/memory/passages.py): the memory is
+taken whole when its line fits the room left, else as the excerpt when that fits. `Included.excerpt`
+says which; either way the line is the memory's (`Included.item.ref`).
+
 Standing memories (pinned, critical rules, constraints: `PackItem.standing`) hold for questions that do
 not name them ("I am allergic to peanuts" for a dinner question), so they may enter below the relevance
 floor, but only within `standing_share` of the budget, best score first, and they are placed first. Past
@@ -35,6 +39,18 @@ class SkipReason(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class Excerpt:
+    """A passage of a long memory, as its line shows it: `ordinal`, characters [start, end) of the
+    content, the line and its tokens."""
+
+    ordinal: int
+    start: int
+    end: int
+    line: str
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
 class PackItem(Generic[T]):
     ref: T
     line: str
@@ -49,6 +65,7 @@ class PackItem(Generic[T]):
     # the standing share of the budget.
     standing: bool = False
     header: str | None = None  # the line the item is shown under, once per context (its day)
+    excerpt: Excerpt | None = None  # its best passage: shown instead when the whole line does not fit
 
     @property
     def holds(self) -> bool:
@@ -60,6 +77,11 @@ class PackItem(Generic[T]):
 class Included(Generic[T]):
     item: PackItem[T]
     tokens: int
+    excerpt: Excerpt | None = None  # shown as this passage rather than whole
+
+    @property
+    def line(self) -> str:
+        return self.item.line if self.excerpt is None else self.excerpt.line
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +198,7 @@ def render(included: Sequence[Included[T]]) -> str:
         if inc.item.header is not None and inc.item.header != header:
             lines.append(inc.item.header)
         header = inc.item.header
-        lines.append(inc.item.line)
+        lines.append(inc.line)
     return "\n".join(lines)
 
 
@@ -192,19 +214,29 @@ class _Filler(Generic[T]):
         self.headers: set[str | None] = {None}  # the headers shown so far
 
     def add(self, item: PackItem[T], limit: int) -> bool:
-        """Include `item` if it fits within `limit` tokens in all; False (nothing changed) if not."""
+        """Include `item` if it fits within `limit` tokens in all, whole or else as its excerpt; False
+        (nothing changed) if neither does."""
         separator = self.newline if self.into.included else 0
         header = item.header if item.header not in self.headers else None  # a header not shown yet
         if header is not None:
             separator += self.count_tokens(header) + self.newline
-        cheap = item.tokens is None and self.at_least is not None
-        if cheap and self.used + separator + self.at_least(item.line) > limit:  # type: ignore[misc]
-            return False
-        tokens = item.tokens if item.tokens is not None else self.count_tokens(item.line)
-        if self.used + tokens + separator > limit:
-            return False
+        room = limit - self.used - separator
+        tokens = self._whole(item, room)
+        excerpt = None
+        if tokens is None:
+            excerpt = item.excerpt if item.excerpt is not None and item.excerpt.tokens <= room else None
+            if excerpt is None:
+                return False
+            tokens = excerpt.tokens
         if header is not None:
             self.headers.add(header)
-        self.into.included.append(Included(item, tokens))
+        self.into.included.append(Included(item, tokens, excerpt))
         self.used += tokens + separator
         return True
+
+    def _whole(self, item: PackItem[T], room: int) -> int | None:
+        """The tokens of the item's whole line if it fits in `room`, else None."""
+        if item.tokens is None and self.at_least is not None and self.at_least(item.line) > room:
+            return None
+        tokens = item.tokens if item.tokens is not None else self.count_tokens(item.line)
+        return tokens if tokens <= room else None

@@ -7,6 +7,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -19,13 +20,14 @@ from app.lib.metrics import observe_recall
 from app.lib.ranking import RankingPolicy
 from app.lib.tokens import TokenCounter
 from app.lib.validation import check_time
-from app.memory.fusion import fuse
+from app.memory.fusion import best_unit, fuse
 from app.memory.lines import day_header, line_body, line_prefix, superseded_mark
-from app.memory.models import RecalledMemory, RecallInput, RecallResult, SkippedMemory
-from app.memory.packing import Packed, PackItem, pack
+from app.memory.models import PassageShown, RecalledMemory, RecallInput, RecallResult, SkippedMemory
+from app.memory.packing import Excerpt, Packed, PackItem, pack
+from app.memory.passages import Span, excerpt
 from app.memory.scoring import score
 from app.store.bm25 import TextStats
-from app.store.candidates import CandidateQuery, CandidateRow, RecallStore, or_tsquery
+from app.store.candidates import CandidateQuery, CandidateRow, PassageRow, RecallStore, or_tsquery
 from app.vocabulary import MemoryStatus, MemoryType, Moment, Privacy, Reach, Scope
 
 MAX_BUDGET = 32768
@@ -222,6 +224,9 @@ def _result(
             relevance=inc.item.relevance,
             components=candidates.components[inc.item.ref.id],
             tokens=inc.tokens,
+            passage=None
+            if inc.excerpt is None
+            else PassageShown(inc.excerpt.ordinal, inc.excerpt.start, inc.excerpt.end),
         )
         for inc in packed.included
     ]
@@ -295,7 +300,9 @@ class Candidates:
         """Every candidate scored, in a fixed order (newest first, then content, then id), whichever half
         arrived first, so equal scores pack the same way every time."""
         request, policy = self.request, self.policy
-        rows = [m for m, _ in self._rows]
+        best_bm25 = max((m.keyword_rank for m, _ in self._rows), default=0.0)
+        ranked = [_by_best_passage(m, best_bm25, policy) for m, _ in self._rows]
+        rows = [m for m, _ in ranked]
         fused = fuse(
             [m.cosine for m in rows],
             [m.keyword_rank for m in rows],
@@ -304,7 +311,7 @@ class Candidates:
             rrf_k=policy.rrf_k,
         )
         items: list[PackItem[CandidateRow]] = []
-        for (m, prefix), relevance in zip(self._rows, fused, strict=True):
+        for (m, passage), (_, prefix), relevance in zip(ranked, self._rows, fused, strict=True):
             s = score(m, now=self.now, policy=policy, project_id=request.project_id, fused=relevance)
             self.components[m.id] = s.components
             bonus = policy.prefer_type_bonus if request.prefer_type == m.type else 0.0
@@ -323,14 +330,34 @@ class Candidates:
                     tokens=None
                     if m.content_tokens is None
                     else self.counter.count(prefix) + m.content_tokens,
+                    excerpt=None if passage is None else self._excerpt(m, prefix, passage),
                 )
             )
         return sorted(items, key=lambda i: (i.valid_from, i.content_hash, i.ref.id.bytes), reverse=True)
+
+    def _excerpt(self, m: CandidateRow, prefix: str, passage: PassageRow) -> Excerpt:
+        line = prefix + excerpt(m.content, Span(passage.start, passage.end))
+        return Excerpt(
+            passage.ordinal, passage.start, passage.end, line, self.counter.count(prefix) + passage.tokens
+        )
 
     def _slot(self, m: CandidateRow) -> tuple[str, str] | None:
         if m.subject is None or (self.past and m.status == MemoryStatus.SUPERSEDED):
             return None
         return (m.subject, m.type)
+
+
+def _by_best_passage(
+    m: CandidateRow, best_bm25: float, policy: RankingPolicy
+) -> tuple[CandidateRow, PassageRow | None]:
+    """A long memory as ranked by its best passage (`fusion.best_unit`): that passage's cosine (the
+    whole memory's when the passage has no vector of the query's model) and BM25, and the passage."""
+    if not m.passages:
+        return m, None
+    units = [(p.cosine, p.keyword_rank) for p in m.passages]
+    passage = m.passages[best_unit(units, best_bm25, policy.relevance_weights())]
+    cosine = passage.cosine if passage.cosine is not None else m.cosine
+    return replace(m, cosine=cosine, keyword_rank=passage.keyword_rank), passage
 
 
 def _ms(since: float) -> float:

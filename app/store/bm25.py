@@ -16,6 +16,10 @@ under the tenant's row-level security like every other read:
 - N and the mean length: `TextStats`, from one count over the scope (`RecallStore.text_stats`; scopes of
   1000+ rows are remembered for a minute by `ScopeSizes`, so there they can be a minute old).
 
+The documents BM25 counts are units: a memory without passages, or each passage of a long memory
+(migration 0012), never a long memory's whole text. N, the mean length and df count units, so a
+passage is scored against documents of its own size, and a long memory's BM25 is its best passage's.
+
 Why query-time statistics rather than a table kept by writes: see docs/RANKING.md (every remember,
 supersession, forget, erase, import and re-embed would rewrite one df row per distinct lexeme of the
 memory, and the rows of common lexemes are hot: every write of a user contends on them).
@@ -87,30 +91,42 @@ _N, _AVGDL, _K1, _B = (_F.format(p) for p in (":bm25_n", ":bm25_avgdl", ":bm25_k
 
 
 def bm25_ctes(source: str) -> str:
-    """The text half as CTEs: `scored` (every match's BM25, up to `kw_cap` matches) and `kw` (the top
-    `k` of them, ties broken by content so equal scores choose the same rows every time)."""
+    """The text half as CTEs: `unit_scored` (the BM25 of every matching unit: a memory without
+    passages, or a passage of one with them; up to `kw_cap` matching memories), `scored` (each
+    memory's best unit) and `kw` (the top `k` memories, ties broken by content so equal scores choose
+    the same rows every time). A passage can only match where its memory does (its words are a subset
+    of the memory's), so the passages are looked up for the matched memories only."""
     return f"""matched AS MATERIALIZED (
                     SELECT id, content_hash, tsv FROM {source} LIMIT :kw_cap
+                ), units AS MATERIALIZED (
+                    SELECT matched.id, p.ordinal, coalesce(p.content_tsv, matched.tsv) AS tsv
+                    FROM matched CROSS JOIN to_tsquery('english', :tsq) uq
+                         LEFT JOIN memory_passages p ON p.tenant_id = :tenant AND p.memory_id = matched.id
+                    WHERE p.memory_id IS NULL OR p.content_tsv @@ uq
                 ), query_lexemes AS MATERIALIZED (  -- once: a generic plan would stem per row
                     SELECT tsvector_to_array(to_tsvector('english', :words)) AS lexemes
                 ), hits AS (
-                    SELECT matched.id, t.lexeme, coalesce(cardinality(t.positions), 1) AS tf,
-                           length(matched.tsv) AS dl
-                    FROM matched CROSS JOIN query_lexemes q,
-                         unnest(ts_filter(setweight(matched.tsv, 'A', q.lexemes), '{{a}}')) t
+                    SELECT units.id, units.ordinal, t.lexeme, coalesce(cardinality(t.positions), 1) AS tf,
+                           length(units.tsv) AS dl
+                    FROM units CROSS JOIN query_lexemes q,
+                         unnest(ts_filter(setweight(units.tsv, 'A', q.lexemes), '{{a}}')) t
                 ), df AS (
                     SELECT lexeme, count(*) AS df FROM hits GROUP BY lexeme
-                ), scored AS (
-                    SELECT hits.id,
+                ), unit_scored AS MATERIALIZED (
+                    SELECT hits.id, hits.ordinal,
                            sum(ln(1 + (greatest({_N}, df.df) - df.df + 0.5) / (df.df + 0.5))
                                * hits.tf * ({_K1} + 1)
                                / (hits.tf + {_K1} * (1 - {_B} + {_B} * hits.dl / {_AVGDL}))) AS rank
-                    FROM hits JOIN df USING (lexeme) GROUP BY hits.id
+                    FROM hits JOIN df USING (lexeme) GROUP BY hits.id, hits.ordinal
+                ), scored AS (
+                    SELECT id, max(rank) AS rank FROM unit_scored GROUP BY id
                 ), kw AS (
                     SELECT scored.id, scored.rank FROM scored JOIN matched USING (id)
                     ORDER BY scored.rank DESC, matched.content_hash LIMIT :k
                 )"""
 
 
-NO_KEYWORD_CTES = """scored AS (SELECT NULL::uuid AS id, 0.0::float8 AS rank WHERE false),
+NO_KEYWORD_CTES = """unit_scored AS (
+                    SELECT NULL::uuid AS id, NULL::smallint AS ordinal, 0.0::float8 AS rank WHERE false
+                ), scored AS (SELECT id, rank FROM unit_scored),
                 kw AS (SELECT id, rank FROM scored)"""

@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.store.bm25 import NO_KEYWORD_CTES, TextStats, bm25_ctes
 from app.store.moments import moment_params, moment_sql
 from app.store.records import MemoryRecord
-from app.store.scope import scope_params, scope_sql
+from app.store.scope import owners_sql, scope_params, scope_sql
 from app.store.sql import (
     ACCESS_JOIN,
     MEMORY_COLUMNS,
@@ -58,6 +58,37 @@ _SCORED_COLUMNS = (
 
 
 @dataclass(frozen=True, slots=True)
+class PassageRow:
+    """One passage of a candidate (app/memory/passages.py): its span of the content, the tokens of its
+    line body, and its raw scores (cosine None: no vector of the query's model; BM25 0: no match)."""
+
+    ordinal: int
+    start: int
+    end: int
+    tokens: int
+    cosine: float | None
+    keyword_rank: float
+
+    @classmethod
+    def all_of(cls, row: RowMapping) -> tuple[PassageRow, ...]:
+        ordinals = row["p_ordinals"]
+        if not ordinals:
+            return ()
+        return tuple(
+            cls(o, s, e, t, None if c is None else float(c), float(r or 0.0))
+            for o, s, e, t, c, r in zip(
+                ordinals,
+                row["p_starts"],
+                row["p_ends"],
+                row["p_tokens"],
+                row["p_cosines"],
+                row["p_ranks"],
+                strict=True,
+            )
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class CandidateRow:
     """A recall candidate as loaded: what scoring and packing read, its raw cosine and keyword rank.
 
@@ -83,6 +114,7 @@ class CandidateRow:
     cosine: float | None
     keyword_rank: float
     columns: RowMapping  # every column the API shows
+    passages: tuple[PassageRow, ...] = ()  # a long memory's passages, in order, with their raw scores
 
     @classmethod
     def of(cls, row: RowMapping) -> CandidateRow:
@@ -92,6 +124,7 @@ class CandidateRow:
             cosine=None if cosine is None else float(cosine),
             keyword_rank=float(row["rank"] or 0.0),
             columns=row,
+            passages=PassageRow.all_of(row),
         )
 
     @property
@@ -128,12 +161,32 @@ _SHORT_TSV = (
 _CANDIDATE_SELECT = f"""SELECT {MEMORY_SQL}, m.content_tokens,
                        CASE WHEN m.embed_model = :embed_model AND m.embedding IS NOT NULL
                             THEN 1 - (m.embedding <=> CAST(:qvec AS vector)) END AS cosine,
-                       coalesce(r.rank, 0) AS rank"""
+                       coalesce(r.rank, 0) AS rank, ps.*"""
+# Each candidate's passages (none: NULL arrays), with their cosine and their BM25 (`unit_scored`).
+_PASSAGES_JOIN = """LEFT JOIN LATERAL (
+                    SELECT array_agg(p.ordinal ORDER BY p.ordinal) AS p_ordinals,
+                           array_agg(p.char_start ORDER BY p.ordinal) AS p_starts,
+                           array_agg(p.char_end ORDER BY p.ordinal) AS p_ends,
+                           array_agg(p.tokens ORDER BY p.ordinal) AS p_tokens,
+                           array_agg(CASE WHEN p.embed_model = :embed_model AND p.embedding IS NOT NULL
+                                          THEN 1 - (p.embedding <=> CAST(:qvec AS vector)) END
+                                     ORDER BY p.ordinal) AS p_cosines,
+                           array_agg(u.rank ORDER BY p.ordinal) AS p_ranks
+                    FROM memory_passages p
+                    LEFT JOIN unit_scored u ON u.id = p.memory_id AND u.ordinal = p.ordinal
+                    WHERE p.tenant_id = m.tenant_id AND p.memory_id = m.id
+                ) ps ON true"""
 _CANDIDATE_RESULT = (
     *(result_column(c) for c in MEMORY_COLUMNS),
     column("content_tokens", Integer),
     column("cosine", Float),
     column("rank", Float),
+    column("p_ordinals"),
+    column("p_starts"),
+    column("p_ends"),
+    column("p_tokens"),
+    column("p_cosines"),
+    column("p_ranks"),
 )
 
 
@@ -171,7 +224,26 @@ def _single_pass_sources(scope: Scope, moment: Moment) -> str:
                     WHERE {_recall_scope(scope, moment)}
                 ), sem AS (
                     SELECT id FROM scoped WHERE distance IS NOT NULL ORDER BY distance LIMIT :k
-                ), {bm25_ctes("scoped WHERE tsv IS NOT NULL")}"""
+                ), {_passage_sem(scope, moment)}, {bm25_ctes("scoped WHERE tsv IS NOT NULL")}"""
+
+
+def _passage_sem(scope: Scope, moment: Moment, index: tuple[str, int] | None = None) -> str:
+    """The cosine half over passages: the memories of the scope's top-k passages. Exact over the user's
+    passages, or (`index`: the model and its dimension) through the passages' per-model HNSW index,
+    which the filtered iterative scan walks until k passages of the scope are found."""
+    if index is None:
+        model, distance = "p.embed_model = :embed_model", "p.embedding <=> CAST(:qvec AS vector)"
+    else:
+        name, dim = index
+        model = f"p.embed_model = {model_literal(name)}"
+        distance = f"p.embedding::vector({int(dim)}) <=> CAST(:qvec AS vector({int(dim)}))"
+    return f"""psem AS (
+                    SELECT p.memory_id AS id FROM memory_passages p
+                    JOIN memories ON memories.tenant_id = p.tenant_id AND memories.id = p.memory_id
+                    WHERE p.tenant_id = :tenant AND {owners_sql(scope, table="p")}
+                      AND {_recall_scope(scope, moment)} AND {model} AND p.embedding IS NOT NULL
+                    ORDER BY {distance} LIMIT :k
+                )"""
 
 
 def _exact_sources(scope: Scope, tsquery: str | None, moment: Moment) -> str:
@@ -182,7 +254,7 @@ def _exact_sources(scope: Scope, tsquery: str | None, moment: Moment) -> str:
                     SELECT id FROM memories
                     WHERE {rows} AND embed_model = :embed_model AND embedding IS NOT NULL
                     ORDER BY embedding <=> CAST(:qvec AS vector) LIMIT :k
-                ), {_scope_matches(scope, tsquery, moment)}"""
+                ), {_passage_sem(scope, moment)}, {_scope_matches(scope, tsquery, moment)}"""
 
 
 def _index_sources(scope: Scope, embed_model: str, dim: int, tsquery: str | None, moment: Moment) -> str:
@@ -193,7 +265,8 @@ def _index_sources(scope: Scope, embed_model: str, dim: int, tsquery: str | None
                     WHERE {_recall_scope(scope, moment)} AND embed_model = {model_literal(embed_model)}
                       AND embedding IS NOT NULL
                     ORDER BY embedding::vector({int(dim)}) <=> CAST(:qvec AS vector({int(dim)})) LIMIT :k
-                ), {_scope_matches(scope, tsquery, moment)}"""
+                ), {_passage_sem(scope, moment, (embed_model, dim))},
+                {_scope_matches(scope, tsquery, moment)}"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,10 +325,20 @@ class RecallStore:
         return int(row.n), float(row.total)
 
     async def text_stats(self, scope: Scope, now: datetime, moment: Moment = PRESENT) -> TextStats:
-        """BM25's N and mean row length over the scope recall reads (exact: one pass over its rows)."""
+        """BM25's N and mean length over the units of the scope recall reads (exact: one pass over its
+        rows): a memory without passages is one unit, a long memory each of its passages."""
         sql = text(
-            f"""SELECT count(*) AS n, coalesce(avg(length(content_tsv)), 0) AS avgdl
-                FROM memories WHERE {_recall_scope(scope, moment)}"""
+            f"""WITH long AS (
+                    SELECT p.memory_id, count(*) AS n, sum(length(p.content_tsv)) AS len
+                    FROM memory_passages p
+                    WHERE p.tenant_id = :tenant AND {owners_sql(scope, table="p")} GROUP BY p.memory_id
+                ), counted AS (
+                    SELECT count(*) + coalesce(sum(long.n - 1), 0) AS n,
+                           coalesce(sum(coalesce(long.len, length(memories.content_tsv))), 0) AS total
+                    FROM memories LEFT JOIN long ON long.memory_id = memories.id
+                    WHERE {_recall_scope(scope, moment)}
+                )
+                SELECT n, CASE WHEN n > 0 THEN total::float8 / n ELSE 0 END AS avgdl FROM counted"""
         )
         row = (await self.session.execute(sql, {**scope_params(scope, now), **moment_params(moment)})).one()
         return TextStats(int(row.n), float(row.avgdl))
@@ -300,11 +383,12 @@ class RecallStore:
                     WHERE {_recall_scope(scope, moment)} AND {PROTECTED_SQL} LIMIT :k
                 ), ids AS MATERIALIZED (
                     SELECT u.id, scored.rank
-                    FROM (SELECT id FROM sem UNION SELECT id FROM kw UNION SELECT id FROM always) u
+                    FROM (SELECT id FROM sem UNION SELECT id FROM psem UNION SELECT id FROM kw
+                          UNION SELECT id FROM always) u
                     LEFT JOIN scored ON scored.id = u.id
                 )
                 {_CANDIDATE_SELECT}
-                FROM memories m JOIN ids r ON r.id = m.id {ACCESS_JOIN}
+                FROM memories m JOIN ids r ON r.id = m.id {ACCESS_JOIN} {_PASSAGES_JOIN}
                 WHERE m.tenant_id = :tenant AND m.id = ANY (ARRAY(SELECT id FROM ids))"""
         ).columns(*_CANDIDATE_RESULT)
         # One round trip; plain rows (see CandidateRow). The rows are fetched by primary key from the
@@ -319,7 +403,8 @@ class RecallStore:
         sql = text(
             f"""WITH {_scope_matches(query.scope, query.tsquery, query.moment)}
                 {_CANDIDATE_SELECT}
-                FROM kw r JOIN memories m ON m.tenant_id = :tenant AND m.id = r.id {ACCESS_JOIN}"""
+                FROM kw r JOIN memories m ON m.tenant_id = :tenant AND m.id = r.id {ACCESS_JOIN}
+                {_PASSAGES_JOIN}"""
         ).columns(*_CANDIDATE_RESULT)
         rows = (await self.session.execute(sql, query.params())).mappings().all()
         return [CandidateRow.of(row) for row in rows]
