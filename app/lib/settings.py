@@ -163,6 +163,9 @@ class Settings(BaseSettings):
     # A memory longer than this many tokens is also stored as passages of at most this many (0: none):
     # recall ranks it by its best passage and may return that passage (docs/RANKING.md, "Passages").
     passage_tokens: int = Field(default=100, ge=0, le=4096)
+    # How the packer spends a budget on long memories: `passages` (each memory's best passage first, then
+    # whole memories with what is left) or `whole` (the whole memory when it fits, else its passage).
+    passage_packing: Literal["passages", "whole"] = "passages"
     recency_half_life_days: float = 30.0
     temporary_ttl_seconds: int = 86400
     forget_query_min_cosine: float | None = None  # None: the embedder's review threshold

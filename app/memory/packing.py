@@ -40,14 +40,18 @@ class SkipReason(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Excerpt:
-    """A passage of a long memory, as its line shows it: `ordinal`, characters [start, end) of the
-    content, the line and its tokens."""
+    """A passage of a long memory as its line shows it: `ordinal`, characters [start, end) of the
+    content, the line's tokens, and the line itself (`render`: made only if the passage is shown)."""
 
     ordinal: int
     start: int
     end: int
-    line: str
     tokens: int
+    render: Callable[[], str]
+
+    @property
+    def line(self) -> str:
+        return self.render()
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,9 +140,14 @@ def pack(
     count_tokens: Callable[[str], int],
     at_least: Callable[[str], int] | None = None,
     standing_share: float = 0.25,
+    passages_first: bool = True,
 ) -> Packed[T]:
     """Standing memories by score into `standing_share` of the budget, then every memory above the floor
     by score into the rest of `budget` tokens of the rendered context (lines joined by newlines).
+
+    A long memory with an excerpt (`passages_first`): taken as its excerpt, and once every memory has
+    had its turn, shown whole instead, best first, where what is left of the budget allows; else taken
+    whole when it fits the room left, and as its excerpt when only that fits.
 
     `at_least` is a cheap lower bound of `count_tokens`: a line it already shows too long for the room
     left is skipped without being counted. Once the budget is nearly full most candidates are, and on a
@@ -157,7 +166,7 @@ def pack(
             result.skipped.append(Skipped(item, SkipReason.BELOW_FLOOR))
     # Lines start with "- " and end without whitespace, so the newline between two lines is a
     # pre-token boundary and counts add up; the exact count of the final string is still checked.
-    filler = _Filler(result, count_tokens, at_least)
+    filler = _Filler(result, count_tokens, at_least, passages_first)
     standing.sort(key=lambda i: -i.score)  # `sort` is stable: ties keep the candidates' order
     rest: list[PackItem[T]] = []
     for item in standing:
@@ -171,6 +180,7 @@ def pack(
     for item in rest:
         if not filler.add(item, budget):
             result.skipped.append(Skipped(item, SkipReason.BUDGET))
+    filler.widen(budget)
     result.included = _grouped(result.included)
     result.context = render(result.included)
     result.tokens_used = count_tokens(result.context)
@@ -206,9 +216,14 @@ class _Filler(Generic[T]):
     """Adds lines to a `Packed` while their tokens (and the newlines between them) fit a limit."""
 
     def __init__(
-        self, into: Packed[T], count_tokens: Callable[[str], int], at_least: Callable[[str], int] | None
+        self,
+        into: Packed[T],
+        count_tokens: Callable[[str], int],
+        at_least: Callable[[str], int] | None,
+        passages_first: bool,
     ) -> None:
         self.into, self.count_tokens, self.at_least = into, count_tokens, at_least
+        self.passages_first = passages_first
         self.newline = count_tokens("\n")
         self.used = 0
         self.headers: set[str | None] = {None}  # the headers shown so far
@@ -221,18 +236,29 @@ class _Filler(Generic[T]):
         if header is not None:
             separator += self.count_tokens(header) + self.newline
         room = limit - self.used - separator
-        tokens = self._whole(item, room)
-        excerpt = None
-        if tokens is None:
-            excerpt = item.excerpt if item.excerpt is not None and item.excerpt.tokens <= room else None
-            if excerpt is None:
-                return False
+        excerpt = item.excerpt if item.excerpt is not None and item.excerpt.tokens <= room else None
+        tokens = None if excerpt is not None and self.passages_first else self._whole(item, room)
+        if tokens is not None:
+            excerpt = None
+        elif excerpt is None:
+            return False
+        else:
             tokens = excerpt.tokens
         if header is not None:
             self.headers.add(header)
         self.into.included.append(Included(item, tokens, excerpt))
         self.used += tokens + separator
         return True
+
+    def widen(self, limit: int) -> None:
+        """Show whole, best first, the memories taken as excerpts whose whole line fits what is left."""
+        included = self.into.included
+        for index, inc in enumerate(included):
+            if inc.excerpt is not None:
+                tokens = self._whole(inc.item, limit - self.used + inc.tokens)
+                if tokens is not None:
+                    included[index] = Included(inc.item, tokens)
+                    self.used += tokens - inc.tokens
 
     def _whole(self, item: PackItem[T], room: int) -> int | None:
         """The tokens of the item's whole line if it fits in `room`, else None."""

@@ -90,6 +90,7 @@ class Recaller:
             count_tokens=ctx.counter.count,
             at_least=ctx.counter.at_least,
             standing_share=ctx.policy.standing_share,
+            passages_first=ctx.policy.passages_first,
         )
         latency["pack"] = _ms(mark)
 
@@ -336,9 +337,10 @@ class Candidates:
         return sorted(items, key=lambda i: (i.valid_from, i.content_hash, i.ref.id.bytes), reverse=True)
 
     def _excerpt(self, m: CandidateRow, prefix: str, passage: PassageRow) -> Excerpt:
-        line = prefix + excerpt(m.content, Span(passage.start, passage.end))
+        span = Span(passage.start, passage.end)
+        tokens = self.counter.count(prefix) + passage.tokens
         return Excerpt(
-            passage.ordinal, passage.start, passage.end, line, self.counter.count(prefix) + passage.tokens
+            passage.ordinal, span.start, span.end, tokens, lambda: prefix + excerpt(m.content, span)
         )
 
     def _slot(self, m: CandidateRow) -> tuple[str, str] | None:

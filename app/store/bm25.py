@@ -93,16 +93,20 @@ _N, _AVGDL, _K1, _B = (_F.format(p) for p in (":bm25_n", ":bm25_avgdl", ":bm25_k
 def bm25_ctes(source: str) -> str:
     """The text half as CTEs: `unit_scored` (the BM25 of every matching unit: a memory without
     passages, or a passage of one with them; up to `kw_cap` matching memories), `scored` (each
-    memory's best unit) and `kw` (the top `k` memories, ties broken by content so equal scores choose
-    the same rows every time). A passage can only match where its memory does (its words are a subset
-    of the memory's), so the passages are looked up for the matched memories only."""
+    memory's best unit, and its matching passages' ordinals and BM25 as arrays) and `kw` (the top `k`
+    memories, ties broken by content so equal scores choose the same rows every time). A passage can
+    only match where its memory does (its words are a subset of the memory's), so the passages are
+    looked up for the matched memories only."""
     return f"""matched AS MATERIALIZED (
                     SELECT id, content_hash, tsv FROM {source} LIMIT :kw_cap
-                ), units AS MATERIALIZED (
+                ), units AS MATERIALIZED (  -- a primary-key range of passages per matched memory
                     SELECT matched.id, p.ordinal, coalesce(p.content_tsv, matched.tsv) AS tsv
                     FROM matched CROSS JOIN to_tsquery('english', :tsq) uq
-                         LEFT JOIN memory_passages p ON p.tenant_id = :tenant AND p.memory_id = matched.id
-                    WHERE p.memory_id IS NULL OR p.content_tsv @@ uq
+                         LEFT JOIN LATERAL (
+                             SELECT p.ordinal, p.content_tsv FROM memory_passages p
+                             WHERE p.tenant_id = :tenant AND p.memory_id = matched.id
+                         ) p ON true
+                    WHERE p.ordinal IS NULL OR p.content_tsv @@ uq
                 ), query_lexemes AS MATERIALIZED (  -- once: a generic plan would stem per row
                     SELECT tsvector_to_array(to_tsvector('english', :words)) AS lexemes
                 ), hits AS (
@@ -119,14 +123,20 @@ def bm25_ctes(source: str) -> str:
                                / (hits.tf + {_K1} * (1 - {_B} + {_B} * hits.dl / {_AVGDL}))) AS rank
                     FROM hits JOIN df USING (lexeme) GROUP BY hits.id, hits.ordinal
                 ), scored AS (
-                    SELECT id, max(rank) AS rank FROM unit_scored GROUP BY id
+                    SELECT id, max(rank) AS rank,
+                           array_agg(ordinal) FILTER (WHERE ordinal IS NOT NULL) AS p_matched,
+                           array_agg(rank) FILTER (WHERE ordinal IS NOT NULL) AS p_matched_ranks
+                    FROM unit_scored GROUP BY id
                 ), kw AS (
-                    SELECT scored.id, scored.rank FROM scored JOIN matched USING (id)
+                    SELECT scored.* FROM scored JOIN matched USING (id)
                     ORDER BY scored.rank DESC, matched.content_hash LIMIT :k
                 )"""
 
 
-NO_KEYWORD_CTES = """unit_scored AS (
-                    SELECT NULL::uuid AS id, NULL::smallint AS ordinal, 0.0::float8 AS rank WHERE false
-                ), scored AS (SELECT id, rank FROM unit_scored),
-                kw AS (SELECT id, rank FROM scored)"""
+# The text half left out: no matches (the columns of `scored`: the memory, its best unit's BM25, and the
+# ordinals and BM25 of its matching passages).
+NO_KEYWORD_CTES = """scored AS (
+                    SELECT NULL::uuid AS id, 0.0::float8 AS rank, NULL::smallint[] AS p_matched,
+                           NULL::float8[] AS p_matched_ranks
+                    WHERE false
+                ), kw AS (SELECT * FROM scored)"""

@@ -74,16 +74,11 @@ class PassageRow:
         ordinals = row["p_ordinals"]
         if not ordinals:
             return ()
+        matched = dict(zip(row["p_matched"] or (), row["p_matched_ranks"] or (), strict=True))
         return tuple(
-            cls(o, s, e, t, None if c is None else float(c), float(r or 0.0))
-            for o, s, e, t, c, r in zip(
-                ordinals,
-                row["p_starts"],
-                row["p_ends"],
-                row["p_tokens"],
-                row["p_cosines"],
-                row["p_ranks"],
-                strict=True,
+            cls(o, s, e, t, None if c is None else float(c), float(matched.get(o, 0.0)))
+            for o, s, e, t, c in zip(
+                ordinals, row["p_starts"], row["p_ends"], row["p_tokens"], row["p_cosines"], strict=True
             )
         )
 
@@ -161,8 +156,9 @@ _SHORT_TSV = (
 _CANDIDATE_SELECT = f"""SELECT {MEMORY_SQL}, m.content_tokens,
                        CASE WHEN m.embed_model = :embed_model AND m.embedding IS NOT NULL
                             THEN 1 - (m.embedding <=> CAST(:qvec AS vector)) END AS cosine,
-                       coalesce(r.rank, 0) AS rank, ps.*"""
-# Each candidate's passages (none: NULL arrays), with their cosine and their BM25 (`unit_scored`).
+                       coalesce(r.rank, 0) AS rank, r.p_matched, r.p_matched_ranks, ps.*"""
+# Each candidate's passages (none: NULL arrays) with their cosine, one primary-key range each. Their
+# BM25 come with the memory's (`r.p_matched`, `r.p_matched_ranks`: the passages that matched).
 _PASSAGES_JOIN = """LEFT JOIN LATERAL (
                     SELECT array_agg(p.ordinal ORDER BY p.ordinal) AS p_ordinals,
                            array_agg(p.char_start ORDER BY p.ordinal) AS p_starts,
@@ -170,11 +166,8 @@ _PASSAGES_JOIN = """LEFT JOIN LATERAL (
                            array_agg(p.tokens ORDER BY p.ordinal) AS p_tokens,
                            array_agg(CASE WHEN p.embed_model = :embed_model AND p.embedding IS NOT NULL
                                           THEN 1 - (p.embedding <=> CAST(:qvec AS vector)) END
-                                     ORDER BY p.ordinal) AS p_cosines,
-                           array_agg(u.rank ORDER BY p.ordinal) AS p_ranks
-                    FROM memory_passages p
-                    LEFT JOIN unit_scored u ON u.id = p.memory_id AND u.ordinal = p.ordinal
-                    WHERE p.tenant_id = m.tenant_id AND p.memory_id = m.id
+                                     ORDER BY p.ordinal) AS p_cosines
+                    FROM memory_passages p WHERE p.tenant_id = m.tenant_id AND p.memory_id = m.id
                 ) ps ON true"""
 _CANDIDATE_RESULT = (
     *(result_column(c) for c in MEMORY_COLUMNS),
@@ -186,7 +179,8 @@ _CANDIDATE_RESULT = (
     column("p_ends"),
     column("p_tokens"),
     column("p_cosines"),
-    column("p_ranks"),
+    column("p_matched"),
+    column("p_matched_ranks"),
 )
 
 
@@ -224,13 +218,30 @@ def _single_pass_sources(scope: Scope, moment: Moment) -> str:
                     WHERE {_recall_scope(scope, moment)}
                 ), sem AS (
                     SELECT id FROM scoped WHERE distance IS NOT NULL ORDER BY distance LIMIT :k
-                ), {_passage_sem(scope, moment)}, {bm25_ctes("scoped WHERE tsv IS NOT NULL")}"""
+                ), {_passage_sem(scope, moment)},
+                {bm25_ctes("scoped WHERE tsv IS NOT NULL")}"""
+
+
+_WHOLE_LENGTH = "length(memories.content_tsv)"
+
+
+def _in_scope_probe(scope: Scope, moment: Moment, value: str, memory_id: str) -> str:
+    """A scalar subquery: `value` of the memory `memory_id` if recall reads it, else NULL. Only the
+    primary key is in its WHERE, so it is one index probe whatever the planner thinks of the scope
+    (given the scope's columns, a fresh table's estimates chose to scan the scope once per probe)."""
+    return (
+        f"SELECT CASE WHEN {_recall_scope(scope, moment)} THEN {value} END FROM memories"
+        f" WHERE memories.tenant_id = :tenant AND memories.id = {memory_id}"
+    )
 
 
 def _passage_sem(scope: Scope, moment: Moment, index: tuple[str, int] | None = None) -> str:
-    """The cosine half over passages: the memories of the scope's top-k passages. Exact over the user's
-    passages, or (`index`: the model and its dimension) through the passages' per-model HNSW index,
-    which the filtered iterative scan walks until k passages of the scope are found."""
+    """The cosine half over passages: the memories of the scope's top-k passages. The user's passages
+    are read in distance order (exactly, or with `index`, the model and its dimension, through the
+    passages' per-model HNSW index, walked until k are found) and each is kept if its memory is in the
+    scope, one primary-key probe at a time until k are: the fence (OFFSET 0) keeps the probes from
+    running for every passage, and the probe keeps a fresh table's estimates from scanning the scope
+    once per passage."""
     if index is None:
         model, distance = "p.embed_model = :embed_model", "p.embedding <=> CAST(:qvec AS vector)"
     else:
@@ -238,11 +249,14 @@ def _passage_sem(scope: Scope, moment: Moment, index: tuple[str, int] | None = N
         model = f"p.embed_model = {model_literal(name)}"
         distance = f"p.embedding::vector({int(dim)}) <=> CAST(:qvec AS vector({int(dim)}))"
     return f"""psem AS (
-                    SELECT p.memory_id AS id FROM memory_passages p
-                    JOIN memories ON memories.tenant_id = p.tenant_id AND memories.id = p.memory_id
-                    WHERE p.tenant_id = :tenant AND {owners_sql(scope, table="p")}
-                      AND {_recall_scope(scope, moment)} AND {model} AND p.embedding IS NOT NULL
-                    ORDER BY {distance} LIMIT :k
+                    SELECT near.memory_id AS id FROM (
+                        SELECT p.memory_id FROM memory_passages p
+                        WHERE p.tenant_id = :tenant AND {owners_sql(scope, table="p")} AND {model}
+                          AND p.embedding IS NOT NULL
+                        ORDER BY {distance} OFFSET 0
+                    ) near
+                    WHERE ({_in_scope_probe(scope, moment, "true", "near.memory_id")}) IS TRUE
+                    LIMIT :k
                 )"""
 
 
@@ -328,17 +342,25 @@ class RecallStore:
         """BM25's N and mean length over the units of the scope recall reads (exact: one pass over its
         rows): a memory without passages is one unit, a long memory each of its passages."""
         sql = text(
-            f"""WITH long AS (
+            f"""WITH long AS MATERIALIZED (  -- the users' long memories: passages and their lengths
                     SELECT p.memory_id, count(*) AS n, sum(length(p.content_tsv)) AS len
                     FROM memory_passages p
                     WHERE p.tenant_id = :tenant AND {owners_sql(scope, table="p")} GROUP BY p.memory_id
-                ), counted AS (
-                    SELECT count(*) + coalesce(sum(long.n - 1), 0) AS n,
-                           coalesce(sum(coalesce(long.len, length(memories.content_tsv))), 0) AS total
-                    FROM memories LEFT JOIN long ON long.memory_id = memories.id
-                    WHERE {_recall_scope(scope, moment)}
+                ), probed AS MATERIALIZED (  -- each one's own length if it is in the scope, else NULL
+                    SELECT long.n, long.len,
+                           ({_in_scope_probe(scope, moment, _WHOLE_LENGTH, "long.memory_id")}) AS whole
+                    FROM long
+                ), extra AS (  -- what their passages add to the scope's units
+                    SELECT coalesce(sum(n - 1), 0) AS n, coalesce(sum(len - whole), 0) AS len
+                    FROM probed WHERE whole IS NOT NULL
+                ), whole AS (
+                    SELECT count(*) AS n, coalesce(sum(length(content_tsv)), 0) AS len
+                    FROM memories WHERE {_recall_scope(scope, moment)}
                 )
-                SELECT n, CASE WHEN n > 0 THEN total::float8 / n ELSE 0 END AS avgdl FROM counted"""
+                SELECT whole.n + extra.n AS n,
+                       CASE WHEN whole.n + extra.n > 0
+                            THEN (whole.len + extra.len)::float8 / (whole.n + extra.n) ELSE 0 END AS avgdl
+                FROM whole, extra"""
         )
         row = (await self.session.execute(sql, {**scope_params(scope, now), **moment_params(moment)})).one()
         return TextStats(int(row.n), float(row.avgdl))
@@ -382,7 +404,7 @@ class RecallStore:
                     SELECT id FROM memories
                     WHERE {_recall_scope(scope, moment)} AND {PROTECTED_SQL} LIMIT :k
                 ), ids AS MATERIALIZED (
-                    SELECT u.id, scored.rank
+                    SELECT u.id, scored.rank, scored.p_matched, scored.p_matched_ranks
                     FROM (SELECT id FROM sem UNION SELECT id FROM psem UNION SELECT id FROM kw
                           UNION SELECT id FROM always) u
                     LEFT JOIN scored ON scored.id = u.id

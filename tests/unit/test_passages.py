@@ -123,7 +123,7 @@ def long_item(ref: str, score: float, whole_tokens: int, excerpt_words: int) -> 
         content_hash=ref,
         valid_from=T0,
         tokens=COUNTER.count(line),
-        excerpt=Excerpt(2, 10, 20, shown, COUNTER.count(shown)),
+        excerpt=Excerpt(2, 10, 20, COUNTER.count(shown), lambda: shown),
     )
 
 
