@@ -148,3 +148,30 @@ def test_a_passage_that_does_not_fit_either_is_skipped_for_the_budget() -> None:
     packed = pack(items, budget=50, min_relevance=0.0, count_tokens=COUNTER.count)
     assert [i.item.ref for i in packed.included] == ["short"]
     assert [(s.item.ref, s.reason) for s in packed.skipped] == [("long", SkipReason.BUDGET)]
+
+
+def test_passages_first_gives_the_budget_to_more_memories_and_widens_with_what_is_left() -> None:
+    items = [long_item("long", 0.9, 300, 60), short_item("short", 0.5, 30)]
+    first = pack(items, budget=320, min_relevance=0.0, count_tokens=COUNTER.count)
+    assert [(i.item.ref, i.excerpt is not None) for i in first.included] == [("long", True), ("short", False)]
+    whole = pack(items, budget=320, min_relevance=0.0, count_tokens=COUNTER.count, passages_first=False)
+    assert [(i.item.ref, i.excerpt is not None) for i in whole.included] == [("long", False)]
+    # With room for both whole, both are shown whole either way.
+    for passages_first in (True, False):
+        roomy = pack(
+            items, budget=400, min_relevance=0.0, count_tokens=COUNTER.count, passages_first=passages_first
+        )
+        assert [(i.item.ref, i.excerpt) for i in roomy.included] == [("long", None), ("short", None)]
+        assert roomy.tokens_used == COUNTER.count(roomy.context) <= 400
+
+
+def test_widening_goes_best_first_and_never_past_the_budget() -> None:
+    items = [long_item("a", 0.9, 200, 40), long_item("b", 0.8, 120, 40), short_item("c", 0.7, 20)]
+    packed = pack(items, budget=260, min_relevance=0.0, count_tokens=COUNTER.count)
+    # a, b, c as excerpts and the short one (~105); a whole would need ~160 more: b (~80 more) fits.
+    assert [(i.item.ref, i.excerpt is not None) for i in packed.included] == [
+        ("a", True),
+        ("b", False),
+        ("c", False),
+    ]
+    assert packed.tokens_used == COUNTER.count(packed.context) <= 260
