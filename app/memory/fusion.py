@@ -88,9 +88,10 @@ def best_unit(
     sum of the cosine and the BM25 over the query's best (`best_bm25`), as the normalised fusion weighs
     a candidate; the first of equals. `units` must not be empty."""
     w_semantic, w_keyword = weights
-
-    def value(unit: tuple[float | None, float]) -> float:
-        cosine, bm25 = unit
-        return w_semantic * clamp(cosine) + (w_keyword * bm25 / best_bm25 if best_bm25 > 0 else 0.0)
-
-    return max(range(len(units)), key=lambda i: value(units[i]))
+    per_bm25 = w_keyword / best_bm25 if best_bm25 > 0 else 0.0
+    best, best_value = 0, -1.0
+    for index, (cosine, bm25) in enumerate(units):
+        value = w_semantic * clamp(cosine) + per_bm25 * bm25
+        if value > best_value:
+            best, best_value = index, value
+    return best

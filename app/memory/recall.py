@@ -7,7 +7,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -302,18 +302,25 @@ class Candidates:
         arrived first, so equal scores pack the same way every time."""
         request, policy = self.request, self.policy
         best_bm25 = max((m.keyword_rank for m, _ in self._rows), default=0.0)
-        ranked = [_by_best_passage(m, best_bm25, policy) for m, _ in self._rows]
-        rows = [m for m, _ in ranked]
+        weights = policy.relevance_weights()
+        units = [_ranked_by(m, best_bm25, weights) for m, _ in self._rows]
         fused = fuse(
-            [m.cosine for m in rows],
-            [m.keyword_rank for m in rows],
+            [u.cosine for u in units],
+            [u.bm25 for u in units],
             policy.fusion,
             saturation=policy.keyword_saturation,
             rrf_k=policy.rrf_k,
         )
         items: list[PackItem[CandidateRow]] = []
-        for (m, passage), (_, prefix), relevance in zip(ranked, self._rows, fused, strict=True):
-            s = score(m, now=self.now, policy=policy, project_id=request.project_id, fused=relevance)
+        for (m, prefix), unit, relevance in zip(self._rows, units, fused, strict=True):
+            s = score(
+                m,
+                now=self.now,
+                policy=policy,
+                project_id=request.project_id,
+                fused=relevance,
+                unit=(unit.cosine, unit.bm25),
+            )
             self.components[m.id] = s.components
             bonus = policy.prefer_type_bonus if request.prefer_type == m.type else 0.0
             items.append(
@@ -331,7 +338,7 @@ class Candidates:
                     tokens=None
                     if m.content_tokens is None
                     else self.counter.count(prefix) + m.content_tokens,
-                    excerpt=None if passage is None else self._excerpt(m, prefix, passage),
+                    excerpt=None if unit.passage is None else self._excerpt(m, prefix, unit.passage),
                 )
             )
         return sorted(items, key=lambda i: (i.valid_from, i.content_hash, i.ref.id.bytes), reverse=True)
@@ -349,17 +356,22 @@ class Candidates:
         return (m.subject, m.type)
 
 
-def _by_best_passage(
-    m: CandidateRow, best_bm25: float, policy: RankingPolicy
-) -> tuple[CandidateRow, PassageRow | None]:
-    """A long memory as ranked by its best passage (`fusion.best_unit`): that passage's cosine (the
-    whole memory's when the passage has no vector of the query's model) and BM25, and the passage."""
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    """What a candidate is ranked by: its own cosine and BM25, or its best passage's (`passage`)."""
+
+    cosine: float | None
+    bm25: float
+    passage: PassageRow | None = None
+
+
+def _ranked_by(m: CandidateRow, best_bm25: float, weights: tuple[float, float]) -> _Unit:
+    """A long memory is ranked by its best passage (`fusion.best_unit`): that passage's cosine (the whole
+    memory's when the passage has no vector of the query's model) and BM25."""
     if not m.passages:
-        return m, None
-    units = [(p.cosine, p.keyword_rank) for p in m.passages]
-    passage = m.passages[best_unit(units, best_bm25, policy.relevance_weights())]
-    cosine = passage.cosine if passage.cosine is not None else m.cosine
-    return replace(m, cosine=cosine, keyword_rank=passage.keyword_rank), passage
+        return _Unit(m.cosine, m.keyword_rank)
+    passage = m.passages[best_unit([(p.cosine, p.keyword_rank) for p in m.passages], best_bm25, weights)]
+    return _Unit(m.cosine if passage.cosine is None else passage.cosine, passage.keyword_rank, passage)
 
 
 def _ms(since: float) -> float:

@@ -36,8 +36,9 @@ from dataclasses import dataclass
 class TextStats:
     """What BM25 needs to know of a whole scope."""
 
-    rows: int  # N: live, unexpired rows in the scope
-    avg_length: float  # mean length(content_tsv) over those rows
+    rows: int  # N: the scope's units (a memory without passages, or each passage of a long memory)
+    avg_length: float  # mean length of their tsvectors
+    long: int = 0  # the scope's memories with passages (none: recall's statement leaves passages out)
 
     def params(self) -> dict[str, float]:
         return {"bm25_n": float(max(self.rows, 1)), "bm25_avgdl": max(self.avg_length, 1.0)}
@@ -90,22 +91,21 @@ _F = "CAST({} AS float8)"
 _N, _AVGDL, _K1, _B = (_F.format(p) for p in (":bm25_n", ":bm25_avgdl", ":bm25_k1", ":bm25_b"))
 
 
-def bm25_ctes(source: str) -> str:
+def bm25_ctes(source: str, passages: bool = True) -> str:
     """The text half as CTEs: `unit_scored` (the BM25 of every matching unit: a memory without
     passages, or a passage of one with them; up to `kw_cap` matching memories), `scored` (each
     memory's best unit, and its matching passages' ordinals and BM25 as arrays) and `kw` (the top `k`
     memories, ties broken by content so equal scores choose the same rows every time). A passage can
     only match where its memory does (its words are a subset of the memory's), so the passages are
-    looked up for the matched memories only."""
+    looked up for the matched memories only (`passages` False: the scope has none, every unit is a
+    memory)."""
+    lookup = _PASSAGE_LOOKUP if passages else _NO_PASSAGE
     return f"""matched AS MATERIALIZED (
                     SELECT id, content_hash, tsv FROM {source} LIMIT :kw_cap
                 ), units AS MATERIALIZED (  -- a primary-key range of passages per matched memory
                     SELECT matched.id, p.ordinal, coalesce(p.content_tsv, matched.tsv) AS tsv
                     FROM matched CROSS JOIN to_tsquery('english', :tsq) uq
-                         LEFT JOIN LATERAL (
-                             SELECT p.ordinal, p.content_tsv FROM memory_passages p
-                             WHERE p.tenant_id = :tenant AND p.memory_id = matched.id
-                         ) p ON true
+                         LEFT JOIN LATERAL ({lookup}) p ON true
                     WHERE p.ordinal IS NULL OR p.content_tsv @@ uq
                 ), query_lexemes AS MATERIALIZED (  -- once: a generic plan would stem per row
                     SELECT tsvector_to_array(to_tsvector('english', :words)) AS lexemes
@@ -132,6 +132,12 @@ def bm25_ctes(source: str) -> str:
                     ORDER BY scored.rank DESC, matched.content_hash LIMIT :k
                 )"""
 
+
+_PASSAGE_LOOKUP = (
+    "SELECT p.ordinal, p.content_tsv FROM memory_passages p"
+    " WHERE p.tenant_id = :tenant AND p.memory_id = matched.id"
+)
+_NO_PASSAGE = "SELECT NULL::smallint AS ordinal, NULL::tsvector AS content_tsv WHERE false"
 
 # The text half left out: no matches (the columns of `scored`: the memory, its best unit's BM25, and the
 # ordinals and BM25 of its matching passages).
