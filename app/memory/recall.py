@@ -358,7 +358,7 @@ class Candidates:
 
 @dataclass(frozen=True, slots=True)
 class _Unit:
-    """What a candidate is ranked by: its own cosine and BM25, or its best passage's (`passage`)."""
+    """What a candidate is ranked by (its cosine and BM25), and for a long memory the passage shown."""
 
     cosine: float | None
     bm25: float
@@ -366,12 +366,13 @@ class _Unit:
 
 
 def _ranked_by(m: CandidateRow, best_bm25: float, weights: tuple[float, float]) -> _Unit:
-    """A long memory is ranked by its best passage (`fusion.best_unit`): that passage's cosine (the whole
-    memory's when the passage has no vector of the query's model) and BM25."""
+    """A long memory is ranked by its whole vector, as a short one is, and by its best passage's BM25
+    (the statement's, over units); the passage it is shown as is the best of its passages by both halves
+    (`fusion.best_unit`). docs/RANKING.md ("Passages") has the variants measured."""
     if not m.passages:
         return _Unit(m.cosine, m.keyword_rank)
     passage = m.passages[best_unit([(p.cosine, p.keyword_rank) for p in m.passages], best_bm25, weights)]
-    return _Unit(m.cosine if passage.cosine is None else passage.cosine, passage.keyword_rank, passage)
+    return _Unit(m.cosine, m.keyword_rank, passage)
 
 
 def _ms(since: float) -> float:

@@ -68,16 +68,6 @@ CANDIDATE_RESULT = (
 )
 
 
-def _in_scope(scope: Scope, moment: Moment, memory_id: str) -> str:
-    """Whether recall reads the memory `memory_id` (NULL: no such memory), as a scalar subquery with
-    only the primary key in its WHERE: one index probe whatever the planner thinks of the scope (given
-    the scope's columns, a fresh table's estimates chose to scan the scope once per probe)."""
-    return (
-        f"(SELECT {recall_scope(scope, moment)} FROM memories"
-        f" WHERE memories.tenant_id = :tenant AND memories.id = {memory_id})"
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class Shape:
     """What one recall's statements are built for: the scope, the moment, whether the query has words
@@ -110,31 +100,6 @@ class Shape:
             self.passages,
         )
 
-    def passage_sem(self, index: tuple[str, int] | None = None) -> str:
-        """The cosine half over passages: the memories of the scope's top-k passages. The user's
-        passages are read in distance order (exactly, or with `index`, the model and its dimension,
-        through the passages' per-model HNSW index, walked until k are found) and each is kept if its
-        memory is in the scope, one primary-key probe at a time until k are: the fence (OFFSET 0) keeps
-        the probes from running for every passage."""
-        if not self.passages:
-            return "psem AS (SELECT NULL::uuid AS id WHERE false)"
-        if index is None:
-            model, distance = "p.embed_model = :embed_model", "p.embedding <=> CAST(:qvec AS vector)"
-        else:
-            name, dim = index
-            model = f"p.embed_model = {model_literal(name)}"
-            distance = f"p.embedding::vector({int(dim)}) <=> CAST(:qvec AS vector({int(dim)}))"
-        return f"""psem AS (
-                    SELECT near.memory_id AS id FROM (
-                        SELECT p.memory_id FROM memory_passages p
-                        WHERE p.tenant_id = :tenant AND {owners_sql(self.scope, table="p")} AND {model}
-                          AND p.embedding IS NOT NULL
-                        ORDER BY {distance} OFFSET 0
-                    ) near
-                    WHERE {_in_scope(self.scope, self.moment, "near.memory_id")} IS TRUE
-                    LIMIT :k
-                )"""
-
     def exact_sources(self) -> str:
         """Exact, two scans: the cosine half scans the scope (the distance expression does not match
         the index), the text half scans it again."""
@@ -142,18 +107,17 @@ class Shape:
                     SELECT id FROM memories
                     WHERE {self.rows} AND embed_model = :embed_model AND embedding IS NOT NULL
                     ORDER BY embedding <=> CAST(:qvec AS vector) LIMIT :k
-                ), {self.passage_sem()}, {self.scope_matches()}"""
+                ), {self.scope_matches()}"""
 
     def index_sources(self, embed_model: str, dim: int) -> str:
-        """The HNSW plan for large scopes: the indexes find the cosine half (memories and passages), a
-        scope scan the text half."""
+        """The HNSW plan for large scopes: the index finds the cosine half, a scope scan the text half."""
         # Literals, not parameters, so the planner can match the per-model partial HNSW index.
         return f"""sem AS (
                     SELECT id FROM memories
                     WHERE {self.rows} AND embed_model = {model_literal(embed_model)}
                       AND embedding IS NOT NULL
                     ORDER BY embedding::vector({int(dim)}) <=> CAST(:qvec AS vector({int(dim)})) LIMIT :k
-                ), {self.passage_sem((embed_model, dim))}, {self.scope_matches()}"""
+                ), {self.scope_matches()}"""
 
     def single_pass_sources(self) -> str:
         """Exact, for scopes up to `single_pass_max_rows` (off by default): one pass over the scope's
@@ -172,8 +136,7 @@ class Shape:
                     WHERE {self.rows}
                 ), sem AS (
                     SELECT id FROM scoped WHERE distance IS NOT NULL ORDER BY distance LIMIT :k
-                ), {self.passage_sem()},
-                {bm25_ctes("scoped WHERE tsv IS NOT NULL", self.passages)}"""
+                ), {bm25_ctes("scoped WHERE tsv IS NOT NULL", self.passages)}"""
 
     def text_stats(self) -> str:
         """BM25's N and mean length over the scope's units (a memory without passages is one, a long

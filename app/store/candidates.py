@@ -236,8 +236,7 @@ class RecallStore:
                     SELECT id FROM memories WHERE {shape.rows} AND {PROTECTED_SQL} LIMIT :k
                 ), ids AS MATERIALIZED (
                     SELECT u.id, scored.rank, scored.p_matched, scored.p_matched_ranks
-                    FROM (SELECT id FROM sem UNION SELECT id FROM psem UNION SELECT id FROM kw
-                          UNION SELECT id FROM always) u
+                    FROM (SELECT id FROM sem UNION SELECT id FROM kw UNION SELECT id FROM always) u
                     LEFT JOIN scored ON scored.id = u.id
                 )
                 {CANDIDATE_SELECT}

@@ -1,11 +1,12 @@
-"""Passages of long memories: recall ranks a long memory by its best passage and may return that passage.
+"""Passages of long memories: recall scores a long memory's words by its best passage and may show that
+passage instead of the whole memory.
 
-A conversation turn or a document of a few hundred tokens was ranked and packed whole: the local
-embedder (all-MiniLM-L6-v2) reads only its first 256 word pieces, its BM25 is that of the whole text,
-and one such memory fills a 256-token budget. A memory whose content is longer than the policy's
-passage size (`ENGRAM_PASSAGE_TOKENS`) now also has passages: sentence-aligned windows of its
-content (app/memory/passages.py), each with its own vector and tsvector, written in the memory's own
-transaction and rebuilt whenever its content changes (docs/RANKING.md, "Passages").
+A conversation turn or a document of a few hundred tokens was ranked and packed whole: its BM25 was that
+of the whole text, and one such memory filled a 256-token budget. A memory whose content is longer than
+the policy's passage size (`ENGRAM_PASSAGE_TOKENS`) now also has passages: sentence-aligned windows of
+its content (app/memory/passages.py), each with its own vector and tsvector, written in the memory's own
+transaction and rebuilt whenever its content changes (docs/RANKING.md, "Passages"). The vectors choose
+which passage recall shows; no query searches them by distance, so they have no HNSW index.
 
 A passage row holds character offsets into `memories.content`, not a copy of the text: the content is
 already redacted, and the passage is sliced from it when recall shows it. `user_id` is the memory's
@@ -33,13 +34,6 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 APP_ROLE = "engram_app"
-# The models of 0001_core's partial HNSW indexes on memories, and their dimensions.
-HNSW_MODELS = {
-    "hash_v1_384": ("hash-v1-384", 384),
-    "minilm_l6": ("all-MiniLM-L6-v2", 384),
-    "dashscope_v3": ("text-embedding-v3", 1024),
-    "openai_3_small": ("text-embedding-3-small", 1536),
-}
 
 
 def upgrade() -> None:
@@ -67,11 +61,6 @@ def upgrade() -> None:
     # As for memories (0005): the vector and the tsvector stay in the heap row, uncompressed.
     op.execute("ALTER TABLE memory_passages ALTER COLUMN embedding SET STORAGE MAIN")
     op.execute("ALTER TABLE memory_passages SET (toast_tuple_target = 8160)")
-    for suffix, (model, dim) in HNSW_MODELS.items():
-        op.execute(
-            f"CREATE INDEX ix_memory_passages_hnsw_{suffix} ON memory_passages USING hnsw "
-            f"((embedding::vector({dim})) vector_cosine_ops) WHERE embed_model = '{model}'"
-        )
     op.execute("ALTER TABLE memory_passages ENABLE ROW LEVEL SECURITY")
     op.execute("ALTER TABLE memory_passages FORCE ROW LEVEL SECURITY")
     op.execute(
