@@ -9,9 +9,12 @@ appear in the order their first item was taken, items within a group in the orde
 the first memory is still the first taken, and `Packed.included` is in context order: its i-th item is
 the context's i-th line that is not a header.
 
-A long memory's item may carry an excerpt (its best passage, app/memory/passages.py): the memory is
-taken whole when its line fits the room left, else as the excerpt when that fits. `Included.excerpt`
-says which; either way the line is the memory's (`Included.item.ref`).
+A long memory's item may carry an excerpt (its best passage, app/memory/passages.py). It goes in as the
+excerpt, and once every memory has had its turn it is shown whole instead where the budget left allows
+(`passages_first`; else whole when it fits the room left, and as the excerpt only when that fits). An
+excerpt is taken only while the room left is at least twice its size: a part of one memory never takes
+the room of the whole memories after it. `Included.excerpt` says which way a memory went in; either way
+the line is the memory's (`Included.item.ref`).
 
 Standing memories (pinned, critical rules, constraints: `PackItem.standing`) hold for questions that do
 not name them ("I am allergic to peanuts" for a dinner question), so they may enter below the relevance
@@ -145,9 +148,10 @@ def pack(
     """Standing memories by score into `standing_share` of the budget, then every memory above the floor
     by score into the rest of `budget` tokens of the rendered context (lines joined by newlines).
 
-    A long memory with an excerpt (`passages_first`): taken as its excerpt, and once every memory has
-    had its turn, shown whole instead, best first, where what is left of the budget allows; else taken
-    whole when it fits the room left, and as its excerpt when only that fits.
+    A long memory with an excerpt (`passages_first`): taken as its excerpt while the room left is at
+    least twice the excerpt, and once every memory has had its turn, shown whole instead, best first,
+    where what is left of the budget allows; else taken whole when it fits the room left, and as its
+    excerpt when only that fits (with the same room).
 
     `at_least` is a cheap lower bound of `count_tokens`: a line it already shows too long for the room
     left is skipped without being counted. Once the budget is nearly full most candidates are, and on a
@@ -236,7 +240,9 @@ class _Filler(Generic[T]):
         if header is not None:
             separator += self.count_tokens(header) + self.newline
         room = limit - self.used - separator
-        excerpt = item.excerpt if item.excerpt is not None and item.excerpt.tokens <= room else None
+        # A passage is part of a memory: taken only while at least as much room is left after it, so
+        # excerpts never crowd out the whole memories further down the ranking.
+        excerpt = item.excerpt if item.excerpt is not None and 2 * item.excerpt.tokens <= room else None
         tokens = None if excerpt is not None and self.passages_first else self._whole(item, room)
         if tokens is not None:
             excerpt = None

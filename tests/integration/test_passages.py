@@ -88,7 +88,7 @@ async def test_a_long_memory_is_stored_with_passages_that_cover_its_content(
 
 async def test_a_long_memory_is_found_by_a_passage_deep_in_its_text_and_shown_as_it(api: Api) -> None:
     memory_id = await seed(api)
-    result = await api.recall(user_id=USER, query=QUESTION, token_budget=128)
+    result = await api.recall(user_id=USER, query=QUESTION, token_budget=256)
     [first, *_] = result["memories"]
     assert first["memory"]["id"] == memory_id
     passage = first["passage"]
@@ -99,7 +99,7 @@ async def test_a_long_memory_is_found_by_a_passage_deep_in_its_text_and_shown_as
     line = next(line for line in result["context"].splitlines() if line.startswith("- "))
     assert line == "- …" + " ".join(shown.split()) + "…"
     assert first["tokens"] == tokens(line) <= 100
-    assert result["tokens_used"] <= 128
+    assert result["tokens_used"] <= 256
     assert result["trace"]["included"][0] == {
         "id": memory_id,
         "score": first["score"],
@@ -164,7 +164,7 @@ async def test_editing_the_content_remakes_the_passages(api: Api, app_engine: As
     after = await passages(app_engine, api.tenant_id, memory_id)
     assert " ".join(r.text for r in after).split() == moved.split()
     assert len(after) > len(before)
-    result = await api.recall(user_id=USER, query=QUESTION, token_budget=128)
+    result = await api.recall(user_id=USER, query=QUESTION, token_budget=256)
     assert NEEDLE in result["context"].replace("…", "")
     # Shortened to one line: no passages any more.
     assert (await api.patch(f"/v1/memories/{memory_id}", {"content": NEEDLE})).status_code == 200
@@ -220,7 +220,7 @@ async def test_import_builds_the_passages_of_the_long_memories(
     assert [(r.char_start, r.char_end, r.tokens) for r in theirs] == [
         (r.char_start, r.char_end, r.tokens) for r in mine
     ]
-    result = await other_api.recall(user_id=USER, query=QUESTION, token_budget=128)
+    result = await other_api.recall(user_id=USER, query=QUESTION, token_budget=256)
     assert result["memories"][0]["passage"] is not None
 
 
@@ -246,7 +246,7 @@ async def test_reembed_builds_the_passages_a_long_memory_lacks(
     assert (await api.post("/v1/reembed", {})).json() == {"reembedded": 0, "remaining": 0}
     history = (await api.get(f"/v1/memories/{memory_id}/history")).json()
     assert [e["kind"] for e in history["events"]] == ["created"]  # the vector was current: no event
-    assert (await api.recall(user_id=USER, query=QUESTION, token_budget=128))["memories"][0]["passage"]
+    assert (await api.recall(user_id=USER, query=QUESTION, token_budget=256))["memories"][0]["passage"]
     # With passages off, re-embed drops them.
     assert (await no_passages.post("/v1/reembed", {})).json() == {"reembedded": 1, "remaining": 0}
     assert await passages(app_engine, api.tenant_id, memory_id) == []

@@ -175,3 +175,20 @@ def test_widening_goes_best_first_and_never_past_the_budget() -> None:
         ("c", False),
     ]
     assert packed.tokens_used == COUNTER.count(packed.context) <= 260
+
+
+def test_an_excerpt_is_taken_only_while_as_much_room_is_left_after_it() -> None:
+    long = long_item("long", 0.9, 300, 40)
+    excerpt_tokens = long.excerpt.tokens  # type: ignore[union-attr]
+    shorts = [short_item(f"s{i}", 0.5 - i / 100, 10) for i in range(8)]
+    # Room for the excerpt and as much again: taken first.
+    roomy = pack([long, *shorts], budget=2 * excerpt_tokens, min_relevance=0.0, count_tokens=COUNTER.count)
+    assert roomy.included[0].item.ref == "long"
+    assert roomy.included[0].excerpt is not None
+    # It would fit, but would leave less room than itself: the short memories take the budget instead.
+    tight = pack(
+        [long, *shorts], budget=2 * excerpt_tokens - 1, min_relevance=0.0, count_tokens=COUNTER.count
+    )
+    assert "long" not in [i.item.ref for i in tight.included]
+    assert ("long", SkipReason.BUDGET) in [(s.item.ref, s.reason) for s in tight.skipped]
+    assert tight.tokens_used <= 2 * excerpt_tokens - 1
