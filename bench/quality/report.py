@@ -136,7 +136,7 @@ def dataset_section(rows: Sequence[Row], dataset: str, info: dict[str, Any], bud
         if any(r.get("recall_whole") != r["recall"] for rows_ in per.values() for r in rows_):
             out.append(
                 "Evidence recall counting only turns shown in full, % (a turn is not credited by a "
-                "passage of it, nor by some of its chunks)\n"
+                "passage of it, nor by some of its chunks; extracted facts: by some of its facts)\n"
             )
             out.append(budget_table(per, budgets, lambda a: a.recall_whole()))
         if agg.count("stale"):
