@@ -99,14 +99,10 @@ def bm25_ctes(source: str, passages: bool = True) -> str:
     only match where its memory does (its words are a subset of the memory's), so the passages are
     looked up for the matched memories only (`passages` False: the scope has none, every unit is a
     memory)."""
-    lookup = _PASSAGE_LOOKUP if passages else _NO_PASSAGE
+    units = _PASSAGE_UNITS if passages else _MEMORY_UNITS
     return f"""matched AS MATERIALIZED (
                     SELECT id, content_hash, tsv FROM {source} LIMIT :kw_cap
-                ), units AS MATERIALIZED (  -- a primary-key range of passages per matched memory
-                    SELECT matched.id, p.ordinal, coalesce(p.content_tsv, matched.tsv) AS tsv
-                    FROM matched CROSS JOIN to_tsquery('english', :tsq) uq
-                         LEFT JOIN LATERAL ({lookup}) p ON true
-                    WHERE p.ordinal IS NULL OR p.content_tsv @@ uq
+                ), units AS MATERIALIZED ({units}
                 ), query_lexemes AS MATERIALIZED (  -- once: a generic plan would stem per row
                     SELECT tsvector_to_array(to_tsvector('english', :words)) AS lexemes
                 ), hits AS (
@@ -133,11 +129,16 @@ def bm25_ctes(source: str, passages: bool = True) -> str:
                 )"""
 
 
-_PASSAGE_LOOKUP = (
-    "SELECT p.ordinal, p.content_tsv FROM memory_passages p"
-    " WHERE p.tenant_id = :tenant AND p.memory_id = matched.id"
-)
-_NO_PASSAGE = "SELECT NULL::smallint AS ordinal, NULL::tsvector AS content_tsv WHERE false"
+# The units of the matched memories: with passages, a primary-key range of them per matched memory.
+_PASSAGE_UNITS = """
+                    SELECT matched.id, p.ordinal, coalesce(p.content_tsv, matched.tsv) AS tsv
+                    FROM matched CROSS JOIN to_tsquery('english', :tsq) uq
+                         LEFT JOIN LATERAL (
+                             SELECT p.ordinal, p.content_tsv FROM memory_passages p
+                             WHERE p.tenant_id = :tenant AND p.memory_id = matched.id
+                         ) p ON true
+                    WHERE p.ordinal IS NULL OR p.content_tsv @@ uq"""
+_MEMORY_UNITS = "SELECT id, NULL::smallint AS ordinal, tsv FROM matched"
 
 # The text half left out: no matches (the columns of `scored`: the memory, its best unit's BM25, and the
 # ordinals and BM25 of its matching passages).

@@ -140,22 +140,36 @@ class Shape:
 
     def text_stats(self) -> str:
         """BM25's N and mean length over the scope's units (a memory without passages is one, a long
-        memory each of its passages), and how many long memories it has: one pass over the scope's rows
-        and the users' passages, grouped by memory, with no join for a fresh table's estimates to turn
-        into a scan per row."""
-        return f"""WITH rows AS (
+        memory each of its passages), and how many long memories it has. Where the users have no
+        passages (one probe), the one pass over the scope's rows it always was; else one pass over
+        those rows and the users' passages, grouped by memory, with no join for a fresh table's
+        estimates to turn into a scan per row. (A CTE no branch reads is never run.)"""
+        owners = owners_sql(self.scope, table="p")
+        return f"""WITH plain AS MATERIALIZED (
+                    SELECT count(*) AS n, coalesce(avg(length(content_tsv)), 0)::float8 AS avgdl
+                    FROM memories WHERE {self.rows}
+                ), rows AS (
                     SELECT id, true AS in_scope, length(content_tsv) AS whole, 0 AS n, 0 AS len
                     FROM memories WHERE {self.rows}
                     UNION ALL
                     SELECT p.memory_id, false, 0, 1, length(p.content_tsv) FROM memory_passages p
-                    WHERE p.tenant_id = :tenant AND {owners_sql(self.scope, table="p")}
+                    WHERE p.tenant_id = :tenant AND {owners}
                 ), per_memory AS (
                     SELECT sum(n) AS n, sum(len) AS len, max(whole) AS whole FROM rows
                     GROUP BY id HAVING bool_or(in_scope)
-                ), counted AS (
+                ), grouped AS MATERIALIZED (
                     SELECT coalesce(sum(CASE WHEN n > 0 THEN n ELSE 1 END), 0) AS n,
                            coalesce(sum(CASE WHEN n > 0 THEN len ELSE whole END), 0) AS total,
                            count(*) FILTER (WHERE n > 0) AS long
                     FROM per_memory
+                ), has AS (
+                    SELECT EXISTS (
+                        SELECT 1 FROM memory_passages p WHERE p.tenant_id = :tenant AND {owners}
+                    ) AS yes
                 )
-                SELECT n, CASE WHEN n > 0 THEN total::float8 / n ELSE 0 END AS avgdl, long FROM counted"""
+                SELECT CASE WHEN has.yes THEN (SELECT n FROM grouped) ELSE (SELECT n FROM plain) END AS n,
+                       CASE WHEN has.yes
+                            THEN (SELECT CASE WHEN n > 0 THEN total::float8 / n ELSE 0 END FROM grouped)
+                            ELSE (SELECT avgdl FROM plain) END AS avgdl,
+                       CASE WHEN has.yes THEN (SELECT long FROM grouped) ELSE 0 END AS long
+                FROM has"""
