@@ -7,7 +7,6 @@ import asyncio
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -301,26 +300,20 @@ class Candidates:
         """Every candidate scored, in a fixed order (newest first, then content, then id), whichever half
         arrived first, so equal scores pack the same way every time."""
         request, policy = self.request, self.policy
-        best_bm25 = max((m.keyword_rank for m, _ in self._rows), default=0.0)
-        weights = policy.relevance_weights()
-        units = [_ranked_by(m, best_bm25, weights) for m, _ in self._rows]
+        rows = [m for m, _ in self._rows]
         fused = fuse(
-            [u.cosine for u in units],
-            [u.bm25 for u in units],
+            [m.cosine for m in rows],
+            [m.keyword_rank for m in rows],
             policy.fusion,
             saturation=policy.keyword_saturation,
             rrf_k=policy.rrf_k,
         )
+        best_bm25 = max((m.keyword_rank for m in rows), default=0.0)
+        weights = policy.relevance_weights()
         items: list[PackItem[CandidateRow]] = []
-        for (m, prefix), unit, relevance in zip(self._rows, units, fused, strict=True):
-            s = score(
-                m,
-                now=self.now,
-                policy=policy,
-                project_id=request.project_id,
-                fused=relevance,
-                unit=(unit.cosine, unit.bm25),
-            )
+        for (m, prefix), relevance in zip(self._rows, fused, strict=True):
+            s = score(m, now=self.now, policy=policy, project_id=request.project_id, fused=relevance)
+            passage = _shown_passage(m, best_bm25, weights)
             self.components[m.id] = s.components
             bonus = policy.prefer_type_bonus if request.prefer_type == m.type else 0.0
             items.append(
@@ -338,7 +331,7 @@ class Candidates:
                     tokens=None
                     if m.content_tokens is None
                     else self.counter.count(prefix) + m.content_tokens,
-                    excerpt=None if unit.passage is None else self._excerpt(m, prefix, unit.passage),
+                    excerpt=None if passage is None else self._excerpt(m, prefix, passage),
                 )
             )
         return sorted(items, key=lambda i: (i.valid_from, i.content_hash, i.ref.id.bytes), reverse=True)
@@ -356,23 +349,13 @@ class Candidates:
         return (m.subject, m.type)
 
 
-@dataclass(frozen=True, slots=True)
-class _Unit:
-    """What a candidate is ranked by (its cosine and BM25), and for a long memory the passage shown."""
-
-    cosine: float | None
-    bm25: float
-    passage: PassageRow | None = None
-
-
-def _ranked_by(m: CandidateRow, best_bm25: float, weights: tuple[float, float]) -> _Unit:
-    """A long memory is ranked by its whole vector, as a short one is, and by its best passage's BM25
-    (the statement's, over units); the passage it is shown as is the best of its passages by both halves
-    (`fusion.best_unit`). docs/RANKING.md ("Passages") has the variants measured."""
+def _shown_passage(m: CandidateRow, best_bm25: float, weights: tuple[float, float]) -> PassageRow | None:
+    """The passage a long memory is shown as: the best of its own by both halves (`fusion.best_unit`).
+    The memory itself is ranked by its whole vector, as a short one is, and by its best passage's BM25
+    (the statement's, over units); docs/RANKING.md ("Passages") has the variants measured."""
     if not m.passages:
-        return _Unit(m.cosine, m.keyword_rank)
-    passage = m.passages[best_unit([(p.cosine, p.keyword_rank) for p in m.passages], best_bm25, weights)]
-    return _Unit(m.cosine, m.keyword_rank, passage)
+        return None
+    return m.passages[best_unit([(p.cosine, p.keyword_rank) for p in m.passages], best_bm25, weights)]
 
 
 def _ms(since: float) -> float:

@@ -97,15 +97,12 @@ def score(
     policy: RankingPolicy,
     project_id: str | None,
     fused: Relevance | None = None,
-    unit: tuple[float | None, float] | None = None,
 ) -> Scored:
     """The score of one candidate, with every component that went into it. `fused`: its relevance
-    components from `fusion.fuse` over the recall's candidates; None: the weighted fusion's. `unit`: the
-    (cosine, BM25) it is ranked by when not its own (a long memory's best passage)."""
+    components from `fusion.fuse` over the recall's candidates; None: the weighted fusion's."""
     weights = policy.weights
-    raw_cosine, bm25 = unit if unit is not None else (item.cosine, item.keyword_rank)
-    cosine = clamp(raw_cosine)
-    saturated = keyword_score(bm25, policy.keyword_saturation)
+    cosine = clamp(item.cosine)
+    saturated = keyword_score(item.keyword_rank, policy.keyword_saturation)
     if fused is None:
         semantic, keyword, w_semantic, w_keyword = cosine, saturated, weights.semantic, weights.keyword
     else:
@@ -118,7 +115,7 @@ def score(
     components = {
         "semantic": semantic,
         "keyword": keyword,
-        "bm25": bm25,
+        "bm25": item.keyword_rank,
         "recency": recency,
         "salience": salience,
         "importance": item.importance,
