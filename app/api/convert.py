@@ -10,6 +10,7 @@ from app.api.schemas import (
     IncludedOut,
     MemoryIn,
     MemoryOut,
+    PassageOut,
     RecalledOut,
     RecallIn,
     RecallOut,
@@ -18,7 +19,14 @@ from app.api.schemas import (
     TraceOut,
 )
 from app.db.models import MemoryEvent
-from app.memory.models import History, RecallInput, RecallResult, RememberInput, RememberResult
+from app.memory.models import (
+    History,
+    PassageShown,
+    RecallInput,
+    RecallResult,
+    RememberInput,
+    RememberResult,
+)
 from app.vocabulary import MemoryStatus, Source
 
 
@@ -42,6 +50,10 @@ def recall_input(body: RecallIn) -> RecallInput:
     return RecallInput(**msgspec.structs.asdict(body))
 
 
+def _passage_out(passage: PassageShown | None) -> PassageOut | None:
+    return None if passage is None else PassageOut(index=passage.index, start=passage.start, end=passage.end)
+
+
 def recall_out(result: RecallResult, explain: bool) -> RecallOut:
     trace = None
     if explain:
@@ -53,6 +65,7 @@ def recall_out(result: RecallResult, explain: bool) -> RecallOut:
                     tokens=m.tokens,
                     superseded=m.memory.status == MemoryStatus.SUPERSEDED,
                     relevance=m.relevance,
+                    passage=None if m.passage is None else m.passage.index,
                 )
                 for m in result.memories
             ],
@@ -83,6 +96,7 @@ def recall_out(result: RecallResult, explain: bool) -> RecallOut:
                 relevance=m.relevance,
                 components=m.components,
                 tokens=m.tokens,
+                passage=_passage_out(m.passage),
             )
             for m in result.memories
         ],

@@ -129,12 +129,22 @@ class MemoryPage(msgspec.Struct, kw_only=True):
     next_cursor: str | None
 
 
+class PassageOut(msgspec.Struct, kw_only=True):
+    """The passage of a long memory that its context line shows: its index among the memory's passages
+    and its characters [start, end) of `memory.content`."""
+
+    index: int
+    start: int
+    end: int
+
+
 class RecalledOut(msgspec.Struct, kw_only=True):
     memory: MemoryOut
     score: float
     relevance: float
     components: dict[str, float]
     tokens: int
+    passage: PassageOut | None = None  # null: the line shows the whole memory
 
 
 class SkippedOut(msgspec.Struct, kw_only=True):
@@ -151,6 +161,7 @@ class IncludedOut(msgspec.Struct, kw_only=True):
     tokens: int
     superseded: bool  # no longer current: its line says when it was superseded
     relevance: float = 0.0  # the value compared with min_relevance (docs/API.md)
+    passage: int | None = None  # the index of the passage its line shows (null: the whole memory)
 
 
 class TraceOut(msgspec.Struct, kw_only=True):

@@ -23,6 +23,7 @@ from sqlalchemy import (
     Identity,
     Integer,
     MetaData,
+    SmallInteger,
     String,
     Text,
     event,
@@ -190,6 +191,29 @@ def _count_new_content(_mapper: Any, _connection: Any, memory: Memory) -> None:
 def _count_changed_content(_mapper: Any, _connection: Any, memory: Memory) -> None:
     if inspect(memory).attrs.content.history.has_changes():
         memory.content_tokens = content_tokens(memory.content)
+
+
+class MemoryPassage(Base):
+    """A sentence-aligned window of a long memory's content (migration 0012): offsets into the content,
+    its own vector and tsvector. Written and rebuilt by app/memory/passage_index.py, read by recall."""
+
+    __tablename__ = "memory_passages"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["tenant_id", "memory_id"], ["memories.tenant_id", "memories.id"], ondelete="CASCADE"
+        ),
+    )
+
+    tenant_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    memory_id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    ordinal: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(200), nullable=False)
+    char_start: Mapped[int] = mapped_column(Integer, nullable=False)
+    char_end: Mapped[int] = mapped_column(Integer, nullable=False)
+    tokens: Mapped[int] = mapped_column(Integer, nullable=False)
+    embed_model: Mapped[str | None] = mapped_column(String(200))
+    embedding: Mapped[list[float] | None] = mapped_column(Vector(), deferred=True)
+    content_tsv: Mapped[str] = mapped_column(TSVECTOR, nullable=False)
 
 
 class MemoryEvent(Base):

@@ -47,6 +47,12 @@ class RankingPolicy:
     # Standing memories (pinned, critical rules, constraints) enter a context whatever the question only
     # within this share of its budget (app.memory.packing); past it, on relevance like any memory.
     standing_share: float = 0.25
+    # Long memories are also stored as passages of at most this many tokens (app/memory/passages.py):
+    # ranked by their best passage, packed whole or as that passage (0: no passages are written).
+    passage_tokens: int = 100
+    # True: pack each long memory's best passage first and show it whole with what is left; False: whole
+    # when it fits the room left, else the passage.
+    passages_first: bool = True
 
     @classmethod
     def of(cls, settings: Settings) -> RankingPolicy:
@@ -66,6 +72,8 @@ class RankingPolicy:
             fused_semantic_weight=settings.fused_semantic_weight,
             fused_keyword_weight=settings.fused_keyword_weight,
             standing_share=settings.standing_share,
+            passage_tokens=settings.passage_tokens,
+            passages_first=settings.passage_packing == "passages",
         )
 
     def relevance_weights(self) -> tuple[float, float]:

@@ -161,6 +161,12 @@ class Settings(BaseSettings):
     # The share of a recall's budget that standing memories (pinned, critical rules, constraints) may
     # take whatever the question; past it they compete on relevance like any memory.
     standing_share: float = Field(default=0.25, ge=0, le=1)
+    # A memory longer than this many tokens is also stored as passages of at most this many (0: none):
+    # recall ranks it by its best passage and may return that passage (docs/RANKING.md, "Passages").
+    passage_tokens: int = Field(default=100, ge=0, le=4096)
+    # How the packer spends a budget on long memories: `passages` (each memory's best passage first, then
+    # whole memories with what is left) or `whole` (the whole memory when it fits, else its passage).
+    passage_packing: Literal["passages", "whole"] = "passages"
     recency_half_life_days: float = 30.0
     temporary_ttl_seconds: int = 86400
     # Forget-by-query forgets the memory recall ranks first among those whose similarity

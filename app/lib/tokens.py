@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 
 import tiktoken
@@ -18,6 +19,13 @@ def _encoding(name: str) -> tiktoken.Encoding:
 def _count(encoding: str, text: str) -> int:
     """Recall renders the same memory lines again and again: their counts are remembered (~10 MB)."""
     return len(_encoding(encoding).encode(text, disallowed_special=()))
+
+
+@lru_cache(maxsize=50_000)
+def _word_count(encoding: str, word: str) -> int:
+    """Splitting long memories into passages counts their words; apart from `_count`, whose lines recall
+    reuses, so a long write cannot evict them."""
+    return len(_encoding(encoding).encode(" " + word, disallowed_special=()))
 
 
 class TokenCounter:
@@ -41,6 +49,11 @@ class TokenCounter:
         a whitespace character, so every word starts at least one token.
         """
         return len(text.split())
+
+    def word_tokens(self, words: Sequence[str]) -> list[int]:
+        """The tokens each word adds to the line `" " + " ".join(words)`. Exact: no cl100k pre-token
+        crosses a single space between two non-space characters, so the counts sum to the line's."""
+        return [_word_count(self.encoding, word) for word in words]
 
     def truncate(self, text: str, max_tokens: int) -> str:
         """The longest prefix of `text` that fits in `max_tokens` tokens."""

@@ -9,6 +9,8 @@ Pure functions over one recall's candidates, since two of the three need the who
 - `rrf`: reciprocal-rank fusion, each half's share `(k + 1) / (k + rank)` (1 for a half's first row, 0
   for a row the half did not find), so only the order within each half counts.
 
+A long memory is ranked by its best passage (`best_unit`): its cosine and BM25 are that passage's.
+
 `scoring.score` weighs the two components (`RankingPolicy.relevance_weights`) with Engram's others
 (recency, salience, importance, ...). docs/RANKING.md has the measurements behind the default.
 """
@@ -77,3 +79,19 @@ def fuse(
     return [
         Relevance(reciprocal(s, rrf_k), reciprocal(w, rrf_k)) for s, w in zip(semantic, keyword, strict=True)
     ]
+
+
+def best_unit(
+    units: Sequence[tuple[float | None, float]], best_bm25: float, weights: tuple[float, float]
+) -> int:
+    """Which of a long memory's passages (their cosine and BM25) it is ranked by: the highest weighted
+    sum of the cosine and the BM25 over the query's best (`best_bm25`), as the normalised fusion weighs
+    a candidate; the first of equals. `units` must not be empty."""
+    w_semantic, w_keyword = weights
+    per_bm25 = w_keyword / best_bm25 if best_bm25 > 0 else 0.0
+    best, best_value = 0, -1.0
+    for index, (cosine, bm25) in enumerate(units):
+        value = w_semantic * clamp(cosine) + per_bm25 * bm25
+        if value > best_value:
+            best, best_value = index, value
+    return best

@@ -61,12 +61,23 @@ class RecallInput:
 
 
 @dataclass(frozen=True, slots=True)
+class PassageShown:
+    """The passage of a long memory that its context line shows instead of the whole content: its index
+    among the memory's passages and its characters [start, end) of the content."""
+
+    index: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
 class RecalledMemory:
     memory: MemoryRecord
     score: float
     relevance: float
     components: dict[str, float]
     tokens: int
+    passage: PassageShown | None = None  # None: the line shows the whole memory
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,13 @@ appear in the order their first item was taken, items within a group in the orde
 the first memory is still the first taken, and `Packed.included` is in context order: its i-th item is
 the context's i-th line that is not a header.
 
+A long memory's item may carry an excerpt (its best passage, app/memory/passages.py). It goes in as the
+excerpt, and once every memory has had its turn it is shown whole instead where the budget left allows
+(`passages_first`; else whole when it fits the room left, and as the excerpt only when that fits). An
+excerpt is taken only while the room left is at least twice its size: a part of one memory never takes
+the room of the whole memories after it. `Included.excerpt` says which way a memory went in; either way
+the line is the memory's (`Included.item.ref`).
+
 Standing memories (pinned, critical rules, constraints: `PackItem.standing`) hold for questions that do
 not name them ("I am allergic to peanuts" for a dinner question), so they may enter below the relevance
 floor, but only within `standing_share` of the budget, best score first, and they are placed first. Past
@@ -35,6 +42,22 @@ class SkipReason(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class Excerpt:
+    """A passage of a long memory as its line shows it: `ordinal`, characters [start, end) of the
+    content, the line's tokens, and the line itself (`render`: made only if the passage is shown)."""
+
+    ordinal: int
+    start: int
+    end: int
+    tokens: int
+    render: Callable[[], str]
+
+    @property
+    def line(self) -> str:
+        return self.render()
+
+
+@dataclass(frozen=True, slots=True)
 class PackItem(Generic[T]):
     ref: T
     line: str
@@ -49,6 +72,7 @@ class PackItem(Generic[T]):
     # the standing share of the budget.
     standing: bool = False
     header: str | None = None  # the line the item is shown under, once per context (its day)
+    excerpt: Excerpt | None = None  # its best passage: shown instead when the whole line does not fit
 
     @property
     def holds(self) -> bool:
@@ -60,6 +84,11 @@ class PackItem(Generic[T]):
 class Included(Generic[T]):
     item: PackItem[T]
     tokens: int
+    excerpt: Excerpt | None = None  # shown as this passage rather than whole
+
+    @property
+    def line(self) -> str:
+        return self.item.line if self.excerpt is None else self.excerpt.line
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,9 +143,15 @@ def pack(
     count_tokens: Callable[[str], int],
     at_least: Callable[[str], int] | None = None,
     standing_share: float = 0.25,
+    passages_first: bool = True,
 ) -> Packed[T]:
     """Standing memories by score into `standing_share` of the budget, then every memory above the floor
     by score into the rest of `budget` tokens of the rendered context (lines joined by newlines).
+
+    A long memory with an excerpt (`passages_first`): taken as its excerpt while the room left is at
+    least twice the excerpt, and once every memory has had its turn, shown whole instead, best first,
+    where what is left of the budget allows; else taken whole when it fits the room left, and as its
+    excerpt when only that fits (with the same room).
 
     `at_least` is a cheap lower bound of `count_tokens`: a line it already shows too long for the room
     left is skipped without being counted. Once the budget is nearly full most candidates are, and on a
@@ -135,7 +170,7 @@ def pack(
             result.skipped.append(Skipped(item, SkipReason.BELOW_FLOOR))
     # Lines start with "- " and end without whitespace, so the newline between two lines is a
     # pre-token boundary and counts add up; the exact count of the final string is still checked.
-    filler = _Filler(result, count_tokens, at_least)
+    filler = _Filler(result, count_tokens, at_least, passages_first)
     standing.sort(key=lambda i: -i.score)  # `sort` is stable: ties keep the candidates' order
     rest: list[PackItem[T]] = []
     for item in standing:
@@ -149,6 +184,7 @@ def pack(
     for item in rest:
         if not filler.add(item, budget):
             result.skipped.append(Skipped(item, SkipReason.BUDGET))
+    filler.widen(budget)
     result.included = _grouped(result.included)
     result.context = render(result.included)
     result.tokens_used = count_tokens(result.context)
@@ -176,7 +212,7 @@ def render(included: Sequence[Included[T]]) -> str:
         if inc.item.header is not None and inc.item.header != header:
             lines.append(inc.item.header)
         header = inc.item.header
-        lines.append(inc.item.line)
+        lines.append(inc.line)
     return "\n".join(lines)
 
 
@@ -184,27 +220,55 @@ class _Filler(Generic[T]):
     """Adds lines to a `Packed` while their tokens (and the newlines between them) fit a limit."""
 
     def __init__(
-        self, into: Packed[T], count_tokens: Callable[[str], int], at_least: Callable[[str], int] | None
+        self,
+        into: Packed[T],
+        count_tokens: Callable[[str], int],
+        at_least: Callable[[str], int] | None,
+        passages_first: bool,
     ) -> None:
         self.into, self.count_tokens, self.at_least = into, count_tokens, at_least
+        self.passages_first = passages_first
         self.newline = count_tokens("\n")
         self.used = 0
         self.headers: set[str | None] = {None}  # the headers shown so far
 
     def add(self, item: PackItem[T], limit: int) -> bool:
-        """Include `item` if it fits within `limit` tokens in all; False (nothing changed) if not."""
+        """Include `item` if it fits within `limit` tokens in all, whole or else as its excerpt; False
+        (nothing changed) if neither does."""
         separator = self.newline if self.into.included else 0
         header = item.header if item.header not in self.headers else None  # a header not shown yet
         if header is not None:
             separator += self.count_tokens(header) + self.newline
-        cheap = item.tokens is None and self.at_least is not None
-        if cheap and self.used + separator + self.at_least(item.line) > limit:  # type: ignore[misc]
+        room = limit - self.used - separator
+        # A passage is part of a memory: taken only while at least as much room is left after it, so
+        # excerpts never crowd out the whole memories further down the ranking.
+        excerpt = item.excerpt if item.excerpt is not None and 2 * item.excerpt.tokens <= room else None
+        tokens = None if excerpt is not None and self.passages_first else self._whole(item, room)
+        if tokens is not None:
+            excerpt = None
+        elif excerpt is None:
             return False
-        tokens = item.tokens if item.tokens is not None else self.count_tokens(item.line)
-        if self.used + tokens + separator > limit:
-            return False
+        else:
+            tokens = excerpt.tokens
         if header is not None:
             self.headers.add(header)
-        self.into.included.append(Included(item, tokens))
+        self.into.included.append(Included(item, tokens, excerpt))
         self.used += tokens + separator
         return True
+
+    def widen(self, limit: int) -> None:
+        """Show whole, best first, the memories taken as excerpts whose whole line fits what is left."""
+        included = self.into.included
+        for index, inc in enumerate(included):
+            if inc.excerpt is not None:
+                tokens = self._whole(inc.item, limit - self.used + inc.tokens)
+                if tokens is not None:
+                    included[index] = Included(inc.item, tokens)
+                    self.used += tokens - inc.tokens
+
+    def _whole(self, item: PackItem[T], room: int) -> int | None:
+        """The tokens of the item's whole line if it fits in `room`, else None."""
+        if item.tokens is None and self.at_least is not None and self.at_least(item.line) > room:
+            return None
+        tokens = item.tokens if item.tokens is not None else self.count_tokens(item.line)
+        return tokens if tokens <= room else None

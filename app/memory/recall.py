@@ -19,13 +19,14 @@ from app.lib.metrics import observe_recall
 from app.lib.ranking import RankingPolicy
 from app.lib.tokens import TokenCounter
 from app.lib.validation import check_time
-from app.memory.fusion import fuse
+from app.memory.fusion import best_unit, fuse
 from app.memory.lines import day_header, line_body, line_prefix, superseded_mark
-from app.memory.models import RecalledMemory, RecallInput, RecallResult, SkippedMemory
-from app.memory.packing import Packed, PackItem, pack
+from app.memory.models import PassageShown, RecalledMemory, RecallInput, RecallResult, SkippedMemory
+from app.memory.packing import Excerpt, Packed, PackItem, pack
+from app.memory.passages import Span, excerpt
 from app.memory.scoring import score
 from app.store.bm25 import TextStats
-from app.store.candidates import CandidateQuery, CandidateRow, RecallStore, or_tsquery
+from app.store.candidates import CandidateQuery, CandidateRow, PassageRow, RecallStore, or_tsquery
 from app.vocabulary import MemoryStatus, MemoryType, Moment, Privacy, Reach, Scope
 
 MAX_BUDGET = 32768
@@ -116,6 +117,7 @@ class Recaller:
             count_tokens=ctx.counter.count,
             at_least=ctx.counter.at_least,
             standing_share=ctx.policy.standing_share,
+            passages_first=ctx.policy.passages_first,
         )
 
     async def _scored(
@@ -259,6 +261,9 @@ def _result(
             relevance=inc.item.relevance,
             components=candidates.components[inc.item.ref.id],
             tokens=inc.tokens,
+            passage=None
+            if inc.excerpt is None
+            else PassageShown(inc.excerpt.ordinal, inc.excerpt.start, inc.excerpt.end),
         )
         for inc in packed.included
     ]
@@ -340,9 +345,12 @@ class Candidates:
             saturation=policy.keyword_saturation,
             rrf_k=policy.rrf_k,
         )
+        best_bm25 = max((m.keyword_rank for m in rows), default=0.0)
+        weights = policy.relevance_weights()
         items: list[PackItem[CandidateRow]] = []
         for (m, prefix), relevance in zip(self._rows, fused, strict=True):
             s = score(m, now=self.now, policy=policy, project_id=request.project_id, fused=relevance)
+            passage = _shown_passage(m, best_bm25, weights)
             self.components[m.id] = s.components
             bonus = policy.prefer_type_bonus if request.prefer_type == m.type else 0.0
             items.append(
@@ -360,14 +368,31 @@ class Candidates:
                     tokens=None
                     if m.content_tokens is None
                     else self.counter.count(prefix) + m.content_tokens,
+                    excerpt=None if passage is None else self._excerpt(m, prefix, passage),
                 )
             )
         return sorted(items, key=lambda i: (i.valid_from, i.content_hash, i.ref.id.bytes), reverse=True)
+
+    def _excerpt(self, m: CandidateRow, prefix: str, passage: PassageRow) -> Excerpt:
+        span = Span(passage.start, passage.end)
+        tokens = self.counter.count(prefix) + passage.tokens
+        return Excerpt(
+            passage.ordinal, span.start, span.end, tokens, lambda: prefix + excerpt(m.content, span)
+        )
 
     def _slot(self, m: CandidateRow) -> tuple[str, str] | None:
         if m.subject is None or (self.past and m.status == MemoryStatus.SUPERSEDED):
             return None
         return (m.subject, m.type)
+
+
+def _shown_passage(m: CandidateRow, best_bm25: float, weights: tuple[float, float]) -> PassageRow | None:
+    """The passage a long memory is shown as: the best of its own by both halves (`fusion.best_unit`).
+    The memory itself is ranked by its whole vector, as a short one is, and by its best passage's BM25
+    (the statement's, over units); docs/RANKING.md ("Passages") has the variants measured."""
+    if not m.passages:
+        return None
+    return m.passages[best_unit([(p.cosine, p.keyword_rank) for p in m.passages], best_bm25, weights)]
 
 
 def _ms(since: float) -> float:

@@ -14,6 +14,7 @@ from app.lib.errors import Conflict, NotFound, ValidationFailed
 from app.lib.redaction import redact
 from app.lib.validation import check_time
 from app.memory.models import ForgetFilter, History, RecallInput, RecallResult, RememberInput, RememberResult
+from app.memory.passage_index import PassageIndex, Planned
 from app.memory.recall import Recaller
 from app.memory.scoring import decay
 from app.memory.similarity import forget_floor
@@ -111,13 +112,17 @@ class MemoryService:
             raise ValidationFailed(f"cannot change {', '.join(sorted(unknown))}")
         _validate_patch(changes, ctx.settings.max_content_chars)
         changed: list[str] = []
+        passages = PassageIndex(ctx)
+        written: list[tuple[Memory, Planned, list[list[float]]]] = []
         if "content" in changes:
             redacted = redact(changes.pop("content")).text
             if redacted != memory.content:
+                planned = passages.plan(redacted)
+                [vector, *passage_vectors] = await ctx.embedder.embed([redacted, *planned.texts])
                 memory.content = redacted
                 memory.content_hash = content_hash(redacted)
-                [memory.embedding] = await ctx.embedder.embed([redacted])
-                memory.embed_model = ctx.embedder.name
+                memory.embedding, memory.embed_model = vector, ctx.embedder.name
+                written.append((memory, planned, passage_vectors))
                 changed.append("content")
         if "subject" in changes:
             raw = changes.pop("subject")
@@ -136,6 +141,11 @@ class MemoryService:
                 )
             )
         await ctx.store.flush()
+        if written:  # the passages are remade from the flushed row (its content and subject)
+            await passages.store.delete([memory.id])
+            await passages.add(written)
+        elif "subject" in changed:
+            await passages.retext([memory.id])
         return memory
 
     async def set_state(self, memory_id: uuid.UUID, target: str) -> Memory:

@@ -21,6 +21,7 @@ from app.memory.inferred import infer_slots
 from app.memory.intake import Prepared, check, new_memory, prepare
 from app.memory.lookups import WriteLookups
 from app.memory.models import RememberInput, RememberResult
+from app.memory.passage_index import PassageIndex, slices
 from app.memory.retire import retire
 from app.memory.supersession import Action, Decision, Existing, decide_semantic, decide_slot
 from app.store.access import Access
@@ -47,12 +48,26 @@ class MemoryWriter:
         # Before the locks are taken: an inferred slot is locked like a given one.
         items = await infer_slots(ctx.store.writes, ctx.tenant, items, now, lapse)
         prepared = [prepare(item, ctx.tenant, now, settings.temporary_ttl_seconds) for item in items]
-        vectors = await ctx.embedder.embed([p.content for p in prepared])
+        passages = PassageIndex(ctx)
+        plans = [passages.plan(p.content) for p in prepared]
+        # One embedding call: the contents, then every long content's passages.
+        vectors = await ctx.embedder.embed(
+            [p.content for p in prepared] + [t for pl in plans for t in pl.texts]
+        )
         # Take every lock up front, in a fixed order, so two writes can never deadlock.
         await ctx.store.writes.lock(sorted({p.lock_key for p in prepared}))
-        lookups = WriteLookups(ctx, prepared, vectors)
-        results = [await self._write(lookups, index, now) for index in range(len(prepared))]
+        lookups = WriteLookups(ctx, prepared, vectors[: len(prepared)])
+        results = [await self._write(lookups, i, now) for i in range(len(prepared))]
         await ctx.store.flush()
+        await passages.add(
+            [
+                (result.memory, planned, part)
+                for result, planned, part in zip(
+                    results, plans, slices(plans, vectors[len(prepared) :]), strict=True
+                )
+                if result.action != "deduplicated" and planned.texts
+            ]
+        )
         await self._record_accesses()
         await ctx.store.events.record(*self._events)
         self._events = []
@@ -131,11 +146,14 @@ class MemoryWriter:
         check(item, None, ctx.settings.max_content_chars)
         now = ctx.clock.now()
         p = prepare(item, ctx.tenant, now, ctx.settings.temporary_ttl_seconds)
-        [vector] = await ctx.embedder.embed([p.content])
+        passages = PassageIndex(ctx)
+        planned = passages.plan(p.content)
+        [vector, *passage_vectors] = await ctx.embedder.embed([p.content, *planned.texts])
         await ctx.store.writes.lock([p.lock_key])
         memory = new_memory(p, vector, now, ctx.embedder.name)
         ctx.store.writes.add(memory)
         await ctx.store.flush()
+        await passages.add([(memory, planned, passage_vectors)])
         await ctx.store.events.record(_created(memory, p, reason))
         return memory
 

@@ -21,6 +21,7 @@ from typing import Any
 from app.context import RequestContext
 from app.db.models import DreamProposal, Memory
 from app.lib.redaction import redact, redact_value
+from app.memory.passage_index import PassageIndex
 from app.memory.retire import retire
 from app.memory.slots import content_hash, normalise_subject
 from app.portability.document import ExportDocument, ExportedEvent, ExportedMemory, check_document
@@ -120,6 +121,7 @@ class Importer:
         result.imported = len(plan.rows)
         result.mismatched = sum(1 for r in plan.rows if r.vector is None)
         await self.ctx.store.flush()
+        await self._passages(inserted)
         await self.ctx.store.access.add(
             {
                 row.id: Access(row.doc.access_count, row.doc.last_accessed_at)
@@ -185,6 +187,13 @@ class Importer:
             vectors = await self.ctx.embedder.embed([r.content for r in batch])
             for row, vector in zip(batch, vectors, strict=True):
                 row.vector = vector
+
+    async def _passages(self, inserted: list[Memory]) -> None:
+        """The long memories' passages (an export carries none), embedded in batches like the rows."""
+        index = PassageIndex(self.ctx)
+        size = self.ctx.settings.reembed_batch_size
+        for start in range(0, len(inserted), size):
+            await index.rebuild(inserted[start : start + size], new=True)
 
     def _insert(self, row: _Row, plan: _Plan, now: datetime) -> Memory:
         m = row.doc

@@ -3,7 +3,10 @@
 A row is "mismatched" while its `embed_model` differs from the configured embedder's (or it has no
 vector); recall never ranks it by cosine then (keyword ranking still finds it). Batches are
 independent, so a run that stops half-way resumes where it stopped: healed rows no longer match.
-The column is an unconstrained `vector`, so the new model may have another dimension.
+The column is an unconstrained `vector`, so the new model may have another dimension. The passages of
+long memories (migration 0012) are remade with their memory's vector, and for memories whose vector is
+current but whose passages are missing or stale (written before passages existed, or under another
+`ENGRAM_PASSAGE_TOKENS`).
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.context import RequestContext
+from app.lib.tokens import content_tokens
+from app.memory.passage_index import PassageIndex
 from app.store.events import NewEvent
 from app.store.portability import PortabilityStore
 from app.vocabulary import EventKind
@@ -28,22 +33,31 @@ class Reembedder:
         self.repo = PortabilityStore(ctx.session, ctx.tenant)
 
     async def remaining(self, user_id: str | None) -> int:
-        return await self.repo.count_mismatched(self.ctx.embedder.name, user_id)
+        return await self.repo.count_mismatched(
+            self.ctx.embedder.name, user_id, self.ctx.policy.passage_tokens
+        )
 
     async def batch(self, user_id: str | None, size: int) -> int:
-        """Re-embed up to `size` rows in the current transaction; returns how many."""
+        """Re-embed up to `size` rows in the current transaction, and remake their passages; returns how
+        many. A row whose vector is current but whose passages are not (written before passages existed,
+        or under another passage size) keeps its vector and gets its passages."""
         embedder = self.ctx.embedder
-        rows = await self.repo.mismatched_batch(embedder.name, user_id, size)
+        rows = await self.repo.mismatched_batch(embedder.name, user_id, size, self.ctx.policy.passage_tokens)
         if not rows:
             return 0
-        vectors = await embedder.embed([m.content for m in rows])
+        stale = [m for m in rows if m.embed_model != embedder.name or m.embedding is None]
+        vectors = await embedder.embed([m.content for m in stale]) if stale else []
         events = []
-        for memory, vector in zip(rows, vectors, strict=True):
+        for memory, vector in zip(stale, vectors, strict=True):
             details = {"from": memory.embed_model, "to": embedder.name}
             memory.embedding = vector
             memory.embed_model = embedder.name
             events.append(NewEvent.about(memory, EventKind.REEMBEDDED, "embed model changed", details))
+        for memory in rows:
+            if memory.content_tokens is None:  # written before 0007: counted now, so it is not picked again
+                memory.content_tokens = content_tokens(memory.content)
         await self.ctx.store.flush()
+        await PassageIndex(self.ctx).rebuild(rows)
         await self.ctx.store.events.record(*events)
         return len(rows)
 

@@ -16,6 +16,10 @@ under the tenant's row-level security like every other read:
 - N and the mean length: `TextStats`, from one count over the scope (`RecallStore.text_stats`; scopes of
   1000+ rows are remembered for a minute by `ScopeSizes`, so there they can be a minute old).
 
+The documents BM25 counts are units: a memory without passages, or each passage of a long memory
+(migration 0012), never a long memory's whole text. N, the mean length and df count units, so a
+passage is scored against documents of its own size, and a long memory's BM25 is its best passage's.
+
 Why query-time statistics rather than a table kept by writes: see docs/RANKING.md (every remember,
 supersession, forget, erase, import and re-embed would rewrite one df row per distinct lexeme of the
 memory, and the rows of common lexemes are hot: every write of a user contends on them).
@@ -36,8 +40,9 @@ _TSV_ENTRY = re.compile(r"'((?:[^']|'')+)'(?::([0-9A-D,]+))?")
 class TextStats:
     """What BM25 needs to know of a whole scope."""
 
-    rows: int  # N: live, unexpired rows in the scope
-    avg_length: float  # mean length(content_tsv) over those rows
+    rows: int  # N: the scope's units (a memory without passages, or each passage of a long memory)
+    avg_length: float  # mean length of their tsvectors
+    long: int = 0  # the scope's memories with passages (none: recall's statement leaves passages out)
 
     def params(self) -> dict[str, float]:
         return {"bm25_n": float(max(self.rows, 1)), "bm25_avgdl": max(self.avg_length, 1.0)}
@@ -98,19 +103,26 @@ _F = "CAST({} AS float8)"
 _N, _AVGDL, _K1, _B = (_F.format(p) for p in (":bm25_n", ":bm25_avgdl", ":bm25_k1", ":bm25_b"))
 
 
-def bm25_ctes(source: str) -> str:
-    """The text half as CTEs: `scored` (every match's BM25, up to `kw_cap` matches, and the query's ideal
-    BM25, app.memory.similarity) and `kw` (the top `k` of them, ties broken by content so equal scores
-    choose the same rows every time)."""
+def bm25_ctes(source: str, passages: bool = True) -> str:
+    """The text half as CTEs: `unit_scored` (the BM25 of every matching unit: a memory without
+    passages, or a passage of one with them; up to `kw_cap` matching memories), `scored` (each
+    memory's best unit, its matching passages' ordinals and BM25 as arrays, and the query's ideal BM25,
+    app.memory.similarity) and `kw` (the top `k`
+    memories, ties broken by content so equal scores choose the same rows every time). A passage can
+    only match where its memory does (its words are a subset of the memory's), so the passages are
+    looked up for the matched memories only (`passages` False: the scope has none, every unit is a
+    memory)."""
+    units = _PASSAGE_UNITS if passages else _MEMORY_UNITS
     return f"""matched AS MATERIALIZED (
                     SELECT id, content_hash, tsv FROM {source} LIMIT :kw_cap
+                ), units AS MATERIALIZED ({units}
                 ), query_lexemes AS MATERIALIZED (  -- once: a generic plan would stem per row
                     SELECT tsvector_to_array(to_tsvector('english', :words)) AS lexemes
                 ), hits AS (
-                    SELECT matched.id, t.lexeme, coalesce(cardinality(t.positions), 1) AS tf,
-                           length(matched.tsv) AS dl
-                    FROM matched CROSS JOIN query_lexemes q,
-                         unnest(ts_filter(setweight(matched.tsv, 'A', q.lexemes), '{{a}}')) t
+                    SELECT units.id, units.ordinal, t.lexeme, coalesce(cardinality(t.positions), 1) AS tf,
+                           length(units.tsv) AS dl
+                    FROM units CROSS JOIN query_lexemes q,
+                         unnest(ts_filter(setweight(units.tsv, 'A', q.lexemes), '{{a}}')) t
                 ), df AS (
                     SELECT lexeme, count(*) AS df FROM hits GROUP BY lexeme
                 ), ideal AS (  -- app.memory.similarity.ideal_bm25: the sum of the query lexemes' idf
@@ -118,19 +130,39 @@ def bm25_ctes(source: str) -> str:
                     FROM (SELECT coalesce(df.df, 0) AS d
                           FROM query_lexemes q CROSS JOIN unnest(q.lexemes) AS l(lexeme)
                           LEFT JOIN df USING (lexeme)) lexeme_dfs
-                ), scored AS (
-                    SELECT hits.id,
+                ), unit_scored AS MATERIALIZED (
+                    SELECT hits.id, hits.ordinal,
                            sum(ln(1 + (greatest({_N}, df.df) - df.df + 0.5) / (df.df + 0.5))
                                * hits.tf * ({_K1} + 1)
-                               / (hits.tf + {_K1} * (1 - {_B} + {_B} * hits.dl / {_AVGDL}))) AS rank,
+                               / (hits.tf + {_K1} * (1 - {_B} + {_B} * hits.dl / {_AVGDL}))) AS rank
+                    FROM hits JOIN df USING (lexeme) GROUP BY hits.id, hits.ordinal
+                ), scored AS (
+                    SELECT id, max(rank) AS rank,
+                           array_agg(ordinal) FILTER (WHERE ordinal IS NOT NULL) AS p_matched,
+                           array_agg(rank) FILTER (WHERE ordinal IS NOT NULL) AS p_matched_ranks,
                            (SELECT ideal FROM ideal) AS ideal
-                    FROM hits JOIN df USING (lexeme) GROUP BY hits.id
+                    FROM unit_scored GROUP BY id
                 ), kw AS (
-                    SELECT scored.id, scored.rank, scored.ideal FROM scored JOIN matched USING (id)
+                    SELECT scored.* FROM scored JOIN matched USING (id)
                     ORDER BY scored.rank DESC, matched.content_hash LIMIT :k
                 )"""
 
 
+# The units of the matched memories: with passages, a primary-key range of them per matched memory.
+_PASSAGE_UNITS = """
+                    SELECT matched.id, p.ordinal, coalesce(p.content_tsv, matched.tsv) AS tsv
+                    FROM matched CROSS JOIN to_tsquery('english', :tsq) uq
+                         LEFT JOIN LATERAL (
+                             SELECT p.ordinal, p.content_tsv FROM memory_passages p
+                             WHERE p.tenant_id = :tenant AND p.memory_id = matched.id
+                         ) p ON true
+                    WHERE p.ordinal IS NULL OR p.content_tsv @@ uq"""
+_MEMORY_UNITS = "SELECT id, NULL::smallint AS ordinal, tsv FROM matched"
+
+# The text half left out: no matches (the columns of `scored`: the memory, its best unit's BM25, and the
+# ordinals and BM25 of its matching passages, the query's ideal BM25).
 NO_KEYWORD_CTES = """scored AS (
-                    SELECT NULL::uuid AS id, 0.0::float8 AS rank, 0.0::float8 AS ideal WHERE false
-                ), kw AS (SELECT id, rank, ideal FROM scored)"""
+                    SELECT NULL::uuid AS id, 0.0::float8 AS rank, NULL::smallint[] AS p_matched,
+                           NULL::float8[] AS p_matched_ranks, 0.0::float8 AS ideal
+                    WHERE false
+                ), kw AS (SELECT * FROM scored)"""

@@ -1,9 +1,9 @@
 """Recall's questions: the candidates of one query in a scope, with their raw scores, and the scope's size.
 
-One statement finds the top-k by cosine, the top-k full-text matches and the protected memories
-(pinned, critical rules), and loads them as plain rows with every column the API shows. The statements
-are hand-written to match the indexes of migrations 0004 and 0006 word for word; the scope filter comes
-from `app.store.scope` like every other statement's.
+One statement finds the top-k by cosine (of memories and of long memories' passages), the top-k
+full-text matches and the protected memories (pinned, critical rules), and loads them as plain rows
+with every column the API shows and each long memory's passages with their scores. Its text is in
+app/store/candidate_sql.py.
 """
 
 from __future__ import annotations
@@ -15,24 +15,16 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Float, Integer, column, text
+from sqlalchemy import text
 from sqlalchemy.engine import RowMapping
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.store.bm25 import NO_KEYWORD_CTES, TextStats, bm25_ctes
-from app.store.moments import moment_params, moment_sql
+from app.store.bm25 import TextStats
+from app.store.candidate_sql import CANDIDATE_RESULT, CANDIDATE_SELECT, Shape, recall_scope
+from app.store.moments import moment_params
 from app.store.records import MemoryRecord
-from app.store.scope import scope_params, scope_sql
-from app.store.sql import (
-    ACCESS_JOIN,
-    MEMORY_COLUMNS,
-    MEMORY_SQL,
-    PROTECTED_SQL,
-    model_literal,
-    result_column,
-    use_hnsw_scan,
-    vector_literal,
-)
+from app.store.scope import scope_params
+from app.store.sql import ACCESS_JOIN, MEMORY_COLUMNS, PROTECTED_SQL, use_hnsw_scan, vector_literal
 from app.tenancy.types import TenantId
 from app.vocabulary import PRESENT, MemoryStatus, MemoryType, Moment, Privacy, Scope, is_protected
 
@@ -55,6 +47,32 @@ _SCORED_COLUMNS = (
     "id", "type", "subject", "content", "status", "importance", "salience", "confidence", "privacy",
     "project_id", "valid_from", "last_accessed_at", "content_hash", "content_tokens",
 )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class PassageRow:
+    """One passage of a candidate (app/memory/passages.py): its span of the content, the tokens of its
+    line body, and its raw scores (cosine None: no vector of the query's model; BM25 0: no match)."""
+
+    ordinal: int
+    start: int
+    end: int
+    tokens: int
+    cosine: float | None
+    keyword_rank: float
+
+    @classmethod
+    def all_of(cls, row: RowMapping) -> tuple[PassageRow, ...]:
+        ordinals = row["p_ordinals"]
+        if not ordinals:
+            return ()
+        matched = dict(zip(row["p_matched"] or (), row["p_matched_ranks"] or (), strict=True))
+        return tuple(
+            cls(o, s, e, t, None if c is None else float(c), float(matched.get(o, 0.0)))
+            for o, s, e, t, c in zip(
+                ordinals, row["p_starts"], row["p_ends"], row["p_tokens"], row["p_cosines"], strict=True
+            )
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +104,7 @@ class CandidateRow:
     keyword_ideal: float = (
         0.0  # the query's ideal BM25 (app.memory.similarity); 0 when the text did not match
     )
+    passages: tuple[PassageRow, ...] = ()  # a long memory's passages, in order, with their raw scores
 
     @classmethod
     def of(cls, row: RowMapping) -> CandidateRow:
@@ -96,6 +115,7 @@ class CandidateRow:
             keyword_rank=float(row["rank"] or 0.0),
             columns=row,
             keyword_ideal=float(row["ideal"] or 0.0),
+            passages=PassageRow.all_of(row),
         )
 
     @property
@@ -109,96 +129,6 @@ class CandidateRow:
     def memory(self) -> MemoryRecord:
         """The memory as the API shows it."""
         return MemoryRecord(**{name: self.columns[name] for name in MEMORY_COLUMNS})
-
-
-def _recall_scope(scope: Scope, moment: Moment = PRESENT) -> str:
-    """The rows recall reads: the scope's live ones, or those current at another moment."""
-    if moment.present:
-        return scope_sql(scope, live=True, unexpired=True)
-    return f"{scope_sql(scope)} AND {moment_sql(moment)}"
-
-
-_TSQUERY = ", to_tsquery('english', :tsq) q"
-
-# The predicate of the covering index ix_memories_scope_text and, negated, of ix_memories_scope_long
-# (migration 0006), word for word: the rows whose index entry is sure to fit in a btree page.
-_SHORT_TSV = (
-    "(octet_length(content_tsv::text) + 4 * length(content_tsv)"
-    " + octet_length(user_id) + octet_length(coalesce(project_id, '')) <= 2400)"
-)
-
-# What a candidate statement returns for each row `m` it loads (`r`: its id and BM25, 0 when its text
-# does not match; `a`: its access, ACCESS_JOIN), and its types.
-_CANDIDATE_SELECT = f"""SELECT {MEMORY_SQL}, m.content_tokens,
-                       CASE WHEN m.embed_model = :embed_model AND m.embedding IS NOT NULL
-                            THEN 1 - (m.embedding <=> CAST(:qvec AS vector)) END AS cosine,
-                       coalesce(r.rank, 0) AS rank, coalesce(r.ideal, 0) AS ideal"""
-_CANDIDATE_RESULT = (
-    *(result_column(c) for c in MEMORY_COLUMNS),
-    column("content_tokens", Integer),
-    column("cosine", Float),
-    column("rank", Float),
-    column("ideal", Float),
-)
-
-
-def _scope_matches(scope: Scope, tsquery: str | None, moment: Moment = PRESENT) -> str:
-    """The text half (CTEs `scored` and `kw`, app.store.bm25) on its own scan of the scope, which stops
-    at `kw_cap` matches. Most rows are read from the covering index ix_memories_scope_text alone; rows
-    too long for it, from the heap."""
-    if not tsquery:
-        return NO_KEYWORD_CTES
-    match = (
-        f"SELECT id, content_hash, content_tsv AS tsv FROM memories{_TSQUERY}"
-        f" WHERE {_recall_scope(scope, moment)}"
-    )
-    return bm25_ctes(
-        f"""({match} AND {_SHORT_TSV} AND content_tsv @@ q
-             UNION ALL
-             {match} AND NOT {_SHORT_TSV} AND content_tsv @@ q) scope_matches"""
-    )
-
-
-def _single_pass_sources(scope: Scope, moment: Moment) -> str:
-    """Exact, for scopes up to `single_pass_max_rows` (off by default): one pass over the scope's rows
-    computes each row's distance and text match and both halves come from it, so the rows are read
-    once. Faster when few rows match (a 6k-row scope, 6% matching: 9 ms instead of 11, against 5 ms for
-    the cosine query alone); slower when many do, since it tests and carries every match where the text
-    half's own scan stops at `kw_cap` matches (10k rows in one user: recall 19.8 -> 25.7 ms), and past
-    ~30k rows it spills out of work_mem (100k rows in one user: 129 -> 162 ms)."""
-    # Not the indexed expression (no cast to the model's dimension): the planner scans exactly.
-    return f"""scoped AS MATERIALIZED (
-                    SELECT id, content_hash,
-                           CASE WHEN content_tsv @@ q THEN content_tsv END AS tsv,
-                           CASE WHEN embed_model = :embed_model AND embedding IS NOT NULL
-                                THEN embedding <=> CAST(:qvec AS vector) END AS distance
-                    FROM memories{_TSQUERY}
-                    WHERE {_recall_scope(scope, moment)}
-                ), sem AS (
-                    SELECT id FROM scoped WHERE distance IS NOT NULL ORDER BY distance LIMIT :k
-                ), {bm25_ctes("scoped WHERE tsv IS NOT NULL")}"""
-
-
-def _exact_sources(scope: Scope, tsquery: str | None, moment: Moment) -> str:
-    """Exact, two scans: the cosine half scans the scope (the distance expression does not match the
-    index), the text half scans it again."""
-    rows = _recall_scope(scope, moment)
-    return f"""sem AS (
-                    SELECT id FROM memories
-                    WHERE {rows} AND embed_model = :embed_model AND embedding IS NOT NULL
-                    ORDER BY embedding <=> CAST(:qvec AS vector) LIMIT :k
-                ), {_scope_matches(scope, tsquery, moment)}"""
-
-
-def _index_sources(scope: Scope, embed_model: str, dim: int, tsquery: str | None, moment: Moment) -> str:
-    """The HNSW plan for large scopes: the index finds the cosine half, a scope scan the text half."""
-    # Literals, not parameters, so the planner can match the per-model partial HNSW index.
-    return f"""sem AS (
-                    SELECT id FROM memories
-                    WHERE {_recall_scope(scope, moment)} AND embed_model = {model_literal(embed_model)}
-                      AND embedding IS NOT NULL
-                    ORDER BY embedding::vector({int(dim)}) <=> CAST(:qvec AS vector({int(dim)})) LIMIT :k
-                ), {_scope_matches(scope, tsquery, moment)}"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +146,13 @@ class CandidateQuery:
     k1: float = 1.2
     b: float = 0.75
     moment: Moment = PRESENT  # which rows count as current (the present: live ones)
+
+    @property
+    def shape(self) -> Shape:
+        """What its statements are built for. Passages are left out only where the scope's statistics
+        say it has no long memory (for a large scope they can be a minute old, as its counts)."""
+        passages = self.stats is None or self.stats.long > 0
+        return Shape(self.scope, self.moment, bool(self.tsquery), passages)
 
     def params(self) -> dict[str, Any]:
         params = {
@@ -249,7 +186,7 @@ class RecallStore:
     async def scope_size(self, scope: Scope, now: datetime, cap: int) -> tuple[int, float]:
         """(live rows in scope counted up to `cap`, the planner's estimate of the table's rows)."""
         sql = text(
-            f"""SELECT (SELECT count(*) FROM (SELECT 1 FROM memories WHERE {_recall_scope(scope)}
+            f"""SELECT (SELECT count(*) FROM (SELECT 1 FROM memories WHERE {recall_scope(scope)}
                                               LIMIT :cap) s) AS n,
                        (SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass) AS total"""
         )
@@ -257,13 +194,12 @@ class RecallStore:
         return int(row.n), float(row.total)
 
     async def text_stats(self, scope: Scope, now: datetime, moment: Moment = PRESENT) -> TextStats:
-        """BM25's N and mean row length over the scope recall reads (exact: one pass over its rows)."""
-        sql = text(
-            f"""SELECT count(*) AS n, coalesce(avg(length(content_tsv)), 0) AS avgdl
-                FROM memories WHERE {_recall_scope(scope, moment)}"""
-        )
+        """BM25's N and mean length over the units of the scope recall reads (exact: one pass over its
+        rows and its users' passages): a memory without passages is one unit, a long memory each of its
+        passages."""
+        sql = text(Shape(scope, moment).text_stats())
         row = (await self.session.execute(sql, {**scope_params(scope, now), **moment_params(moment)})).one()
-        return TextStats(int(row.n), float(row.avgdl))
+        return TextStats(int(row.n), float(row.avgdl), int(row.long))
 
     async def _counted(self, query: CandidateQuery) -> CandidateQuery:
         if not query.tsquery or query.stats is not None:
@@ -290,28 +226,27 @@ class RecallStore:
         broad ranks poorly, and its df are then lower bounds).
         """
         query = await self._counted(query)
-        scope, tsquery, moment = query.scope, query.tsquery, query.moment
+        shape = query.shape
         if use_index:
             await use_hnsw_scan(self.session, ef_search)
-            sources = _index_sources(scope, query.embed_model, dim, tsquery, moment)
-        elif single_pass and tsquery:
-            sources = _single_pass_sources(scope, moment)
+            sources = shape.index_sources(query.embed_model, dim)
+        elif single_pass and query.tsquery:
+            sources = shape.single_pass_sources()
         else:
-            sources = _exact_sources(scope, tsquery, moment)
+            sources = shape.exact_sources()
         sql = text(
             f"""WITH {sources},
                 always AS (
-                    SELECT id FROM memories
-                    WHERE {_recall_scope(scope, moment)} AND {PROTECTED_SQL} LIMIT :k
+                    SELECT id FROM memories WHERE {shape.rows} AND {PROTECTED_SQL} LIMIT :k
                 ), ids AS MATERIALIZED (
-                    SELECT u.id, scored.rank, scored.ideal
+                    SELECT u.id, scored.rank, scored.ideal, scored.p_matched, scored.p_matched_ranks
                     FROM (SELECT id FROM sem UNION SELECT id FROM kw UNION SELECT id FROM always) u
                     LEFT JOIN scored ON scored.id = u.id
                 )
-                {_CANDIDATE_SELECT}
-                FROM memories m JOIN ids r ON r.id = m.id {ACCESS_JOIN}
+                {CANDIDATE_SELECT}
+                FROM memories m JOIN ids r ON r.id = m.id {ACCESS_JOIN} {shape.passages_join()}
                 WHERE m.tenant_id = :tenant AND m.id = ANY (ARRAY(SELECT id FROM ids))"""
-        ).columns(*_CANDIDATE_RESULT)
+        ).columns(*CANDIDATE_RESULT)
         # One round trip; plain rows (see CandidateRow). The rows are fetched by primary key from the
         # id array: joining the candidates' CTE to `memories` let the planner, misled by a fresh table's
         # estimates, scan the scope once per candidate (a 419-row scope: 35 ms instead of 9).
@@ -321,10 +256,12 @@ class RecallStore:
     async def keyword_candidates(self, query: CandidateQuery) -> list[CandidateRow]:
         """The text half of `candidates` on its own: the top-k full-text matches, loaded as candidates."""
         query = await self._counted(query)
+        shape = query.shape
         sql = text(
-            f"""WITH {_scope_matches(query.scope, query.tsquery, query.moment)}
-                {_CANDIDATE_SELECT}
-                FROM kw r JOIN memories m ON m.tenant_id = :tenant AND m.id = r.id {ACCESS_JOIN}"""
-        ).columns(*_CANDIDATE_RESULT)
+            f"""WITH {shape.scope_matches()}
+                {CANDIDATE_SELECT}
+                FROM kw r JOIN memories m ON m.tenant_id = :tenant AND m.id = r.id {ACCESS_JOIN}
+                {shape.passages_join()}"""
+        ).columns(*CANDIDATE_RESULT)
         rows = (await self.session.execute(sql, query.params())).mappings().all()
         return [CandidateRow.of(row) for row in rows]

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import String, any_, func, literal, or_, select
+from sqlalchemy import String, and_, any_, func, literal, or_, select
 from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import undefer
 
-from app.db.models import DreamProposal, Memory, MemoryEvent
+from app.db.models import DreamProposal, Memory, MemoryEvent, MemoryPassage
 from app.store.scope import scope_clause
 from app.tenancy.types import TenantId
 from app.vocabulary import LIVE_STATUSES, Scope
@@ -131,24 +131,48 @@ class PortabilityStore:
         return list((await self.session.scalars(query)).all())
 
     # -- re-embed ----------------------------------------------------------------------------------
-    def _mismatched(self, embed_model: str, user_id: str | None) -> list[Any]:
+    def _mismatched(self, embed_model: str, user_id: str | None, passage_tokens: int) -> list[Any]:
         return [
             *self._scope(Memory, user_id, None),
-            or_(Memory.embed_model.is_distinct_from(embed_model), Memory.embedding.is_(None)),
+            or_(
+                Memory.embed_model.is_distinct_from(embed_model),
+                Memory.embedding.is_(None),
+                _passages_stale(embed_model, passage_tokens),
+            ),
         ]
 
-    async def count_mismatched(self, embed_model: str, user_id: str | None) -> int:
-        """Rows of any status whose vector is not the configured model's."""
-        query = select(func.count()).where(*self._mismatched(embed_model, user_id))
+    async def count_mismatched(self, embed_model: str, user_id: str | None, passage_tokens: int) -> int:
+        """Rows of any status whose vector, or whose passages, are not what the configured model and
+        passage size make."""
+        query = select(func.count()).where(*self._mismatched(embed_model, user_id, passage_tokens))
         return int(await self.session.scalar(query) or 0)
 
-    async def mismatched_batch(self, embed_model: str, user_id: str | None, limit: int) -> list[Memory]:
+    async def mismatched_batch(
+        self, embed_model: str, user_id: str | None, limit: int, passage_tokens: int
+    ) -> list[Memory]:
         """The next rows to re-embed; rows another re-embed run holds are skipped, not waited for."""
         query = (
             select(Memory)
-            .where(*self._mismatched(embed_model, user_id))
+            .options(undefer(Memory.embedding))
+            .where(*self._mismatched(embed_model, user_id, passage_tokens))
             .order_by(Memory.created_at, Memory.id)
             .limit(limit)
             .with_for_update(skip_locked=True)
         )
         return list((await self.session.scalars(query)).all())
+
+
+def _passages_stale(embed_model: str, passage_tokens: int) -> Any:
+    """A memory's passages are not those the model and size make: one is another model's or longer than
+    a passage may be (the size was lowered), or a long memory has none (written before migration 0012,
+    or before the size was lowered). A row without a token count (before 0007) is long by its length."""
+    passages = select(MemoryPassage.memory_id).where(
+        MemoryPassage.tenant_id == Memory.tenant_id, MemoryPassage.memory_id == Memory.id
+    )
+    wrong = passages.where(
+        or_(MemoryPassage.embed_model.is_distinct_from(embed_model), MemoryPassage.tokens > passage_tokens)
+    )
+    long = func.coalesce(Memory.content_tokens, func.char_length(Memory.content)) > passage_tokens
+    if passage_tokens <= 0:
+        return passages.exists()  # passages are off: every memory that has some is re-made without
+    return or_(wrong.exists(), and_(long, ~passages.exists()))

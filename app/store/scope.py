@@ -57,6 +57,15 @@ def _agent_sql(scope: Scope, t: str, user_parts: list[str]) -> str:
     return f"(({own}) OR ({t}.user_id = '' AND {granted}))"
 
 
+def owners_sql(scope: Scope, *, table: str) -> str:
+    """The user ids whose memories `scope_sql` may include, over a table that carries its memory's
+    `user_id` (a memory's passages), so a read can start from them: the user's, and in an agent's shared
+    view also the spaces' (user_id '')."""
+    if scope.agent_id is not None and scope.shared:
+        return f"{table}.user_id IN (:user_id, '')"
+    return f"{table}.user_id = :user_id"
+
+
 def scope_params(scope: Scope, now: datetime | None = None) -> dict[str, Any]:
     params: dict[str, Any] = {
         "tenant": scope.tenant,

@@ -98,6 +98,7 @@ class _Included:
     id: uuid.UUID
     score: float
     turns: list[str]
+    whole: bool = True  # shown whole, not as one of its passages
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +128,7 @@ class Recalled:
     context: str
     tokens: int
     latency_ms: float  # the service's own measure (embed + SQL + score + pack + reinforce)
+    whole_ids: list[str]  # turns of the memories shown whole (not as a passage), one per memory
 
 
 class EngramSystem:
@@ -249,7 +251,7 @@ class EngramSystem:
             result = await self.service(session).recall(request)
             # Read everything needed before the rollback expires the loaded rows.
             included = [
-                _Included(m.memory.id, m.score, self._turns(m.memory.id, m.memory.tags))
+                _Included(m.memory.id, m.score, self._turns(m.memory.id, m.memory.tags), m.passage is None)
                 for m in result.memories
             ]
         return result, included
@@ -260,7 +262,8 @@ class EngramSystem:
         request = RecallInput(user_id=user_id, query=query, project_id=project, token_budget=budget)
         result, included = await self._recall(request, at)
         ids = [t for m in included for t in m.turns]
-        return Recalled(ids, result.context, result.tokens_used, result.latency_ms.get("total", 0.0))
+        whole = [t for m in included if m.whole for t in m.turns]
+        return Recalled(ids, result.context, result.tokens_used, result.latency_ms.get("total", 0.0), whole)
 
     async def ranking(
         self, user_id: str, query: str, project: str | None, at: datetime

@@ -1,6 +1,9 @@
 """The metrics of ../shared/BENCH.md, as pure functions over turn ids and context strings.
 
 - evidence recall@budget: share of a question's gold turns with a unit in the context;
+- the same counting only turns shown in full (`whole_turns`): every unit of the turn in the context, and
+  none of them as a passage of it (Engram's long memories, app/memory/passages.py), a lower bound for
+  systems that show part of a turn;
 - staleness: whether the context holds a superseded (or out-of-scope) turn; reported as the share of
   questions that have stale labels;
 - update order: the current turn is in the context and the superseded one absent or placed after it;
@@ -11,7 +14,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +34,12 @@ def evidence_recall(evidence: Sequence[str], retrieved: Iterable[str]) -> float:
     if not gold:
         raise ValueError("no evidence to recall")
     return len(gold & set(retrieved)) / len(gold)
+
+
+def whole_turns(shown: Iterable[str], units_per_turn: Mapping[str, int]) -> list[str]:
+    """The turns all of whose units are among `shown` (one entry per unit shown in full)."""
+    counts = Counter(shown)
+    return [turn for turn, n in counts.items() if n >= units_per_turn.get(turn, 1)]
 
 
 def recall_at_k(evidence: Sequence[str], ranking: Sequence[str], k: int) -> float:

@@ -48,6 +48,11 @@ class Aggregate:
     def recall(self, rows: Sequence[Row] | None = None) -> list[float | None]:
         return self._per_budget("recall", self.main() if rows is None else rows)
 
+    def recall_whole(self) -> list[float | None]:
+        """Evidence recall counting only turns shown in full (runs before this field: the same)."""
+        key = "recall_whole" if all("recall_whole" in r for r in self.main()) else "recall"
+        return self._per_budget(key, self.main())
+
     def stale(self) -> list[float | None]:
         return self._per_budget("stale", self.main())
 
@@ -128,6 +133,12 @@ def dataset_section(rows: Sequence[Row], dataset: str, info: dict[str, Any], bud
         n_main = sum(1 for r in any_rows if r["group"] == "main" and r["recall"][0] is not None)
         out.append(f"Evidence recall@budget, % (main questions with evidence, n={n_main})\n")
         out.append(budget_table(per, budgets, lambda a: a.recall()))
+        if any(r.get("recall_whole") != r["recall"] for rows_ in per.values() for r in rows_):
+            out.append(
+                "Evidence recall counting only turns shown in full, % (a turn is not credited by a "
+                "passage of it, nor by some of its chunks; extracted facts: by some of its facts)\n"
+            )
+            out.append(budget_table(per, budgets, lambda a: a.recall_whole()))
         if agg.count("stale"):
             out.append(
                 f"Staleness, % of questions with a superseded or out-of-scope turn (n={agg.count('stale')})\n"

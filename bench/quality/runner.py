@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -19,7 +19,7 @@ from bench.quality import beam, locomo, seeds, synthetic
 from bench.quality.embedding import CachedEmbedder
 from bench.quality.engram import EngramStore, EngramSystem
 from bench.quality.floor import relevance_signals
-from bench.quality.metrics import Score, ranks, score, unique
+from bench.quality.metrics import Score, evidence_recall, ranks, score, unique, whole_turns
 from bench.quality.model import Conversation, Dataset, Question, load_neutral
 from bench.quality.systems import Baselines
 from bench.quality.units import DEFAULT_CHUNK_CHARS, Forget, Unit, extracted_units, flatten, raw_units
@@ -97,6 +97,7 @@ def _row(
     rank: dict[str, float] | None = None,
     rank_ms: float | None = None,
     signals: dict[str, Any] | None = None,
+    whole: Sequence[float | None] | None = None,
 ) -> dict[str, Any]:
     return {
         "dataset": dataset.name,
@@ -110,6 +111,7 @@ def _row(
         "kind": question.kind,
         "n_evidence": len(question.evidence),
         "recall": [s.recall for s in scores],
+        "recall_whole": list(whole) if whole is not None else [s.recall for s in scores],
         "stale": [s.stale for s in scores],
         "update_ok": [s.update_ok for s in scores],
         "both": [s.both for s in scores],
@@ -120,6 +122,13 @@ def _row(
         "rank_ms": None if rank_ms is None else round(rank_ms, 3),
         "signals": signals,  # Engram's: what a relevance floor would keep (bench.quality.floor)
     }
+
+
+def _whole_recall(question: Question, shown: Sequence[str], per_turn: Mapping[str, int]) -> float | None:
+    """Evidence recall counting only the turns shown in full (metrics.whole_turns)."""
+    if not (question.by_ids and question.evidence):
+        return None
+    return evidence_recall(question.evidence, whole_turns(shown, per_turn))
 
 
 class Runner:
@@ -247,10 +256,11 @@ class Runner:
             self._timed(f"ingest:{embedder.label}", started)
         at = conv.end + QUESTION_DELAY
         qvecs = embedder.matrix([q.question for q in questions])
+        per_turn = Counter(u.turn_id for u in units)
         started = time.perf_counter()
         for q, qvec in zip(questions, qvecs, strict=True):
             for system in systems:
-                scores, tokens, latency = [], [], []
+                scores, tokens, latency, whole = [], [], [], []
                 signals = None
                 if system == "engram":
                     assert engram is not None
@@ -259,6 +269,7 @@ class Runner:
                     for budget in self.options.budgets:
                         got = await engram.recall(user, q.question, q.project, budget, at)
                         scores.append(score(q, got.turn_ids, got.context))
+                        whole.append(_whole_recall(q, got.whole_ids, per_turn))
                         tokens.append(got.tokens)
                         latency.append(got.latency_ms)
                 else:
@@ -270,6 +281,7 @@ class Runner:
                         latency.append(rank_ms + (time.perf_counter() - t0) * 1000)
                         ids = [units[i].turn_id for i in packed.chosen]
                         scores.append(score(q, ids, packed.context))
+                        whole.append(_whole_recall(q, ids, per_turn))
                         tokens.append(packed.tokens)
                 self.out.rows.append(
                     _row(
@@ -284,6 +296,7 @@ class Runner:
                         ranks(q, ranking),
                         rank_ms,
                         signals,
+                        whole,
                     )
                 )
             bar.update(1)

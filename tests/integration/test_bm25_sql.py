@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 import pytest
 from sqlalchemy import text
@@ -58,27 +59,39 @@ async def _candidates(app_engine: AsyncEngine, tenant: TenantId, query: str) -> 
         return await RecallStore(session, tenant).candidates(q, dim=embedder.dim, use_index=False)
 
 
-async def _python_bm25(app_engine: AsyncEngine, tenant: TenantId, query: str) -> dict[str, float]:
-    """BM25 in Python over the scope's rows as stored (the same tsvectors, counted here)."""
+K = TypeVar("K")
+
+
+async def _stored(
+    app_engine: AsyncEngine, tenant: TenantId, sql: str, query: str
+) -> tuple[list[Any], set[str]]:
+    """The scope's rows as `sql` reads them (a key and a tsvector's text), and the query's lexemes."""
     async with async_sessionmaker(app_engine)() as session, session.begin():
         await set_tenant(session, tenant)
-        stored = (
-            await session.execute(
-                text("SELECT id::text, content_tsv::text FROM memories WHERE user_id = 'u'")
-            )
-        ).all()
+        stored = list((await session.execute(text(sql))).all())
         lexemes = set(
             await session.scalar(text("SELECT tsvector_to_array(to_tsvector('english', :q))"), {"q": query})
         )
-    rows = {row_id: _parse(tsv) for row_id, tsv in stored}
-    stats = TextStats(len(rows), sum(len(tfs) for tfs in rows.values()) / len(rows))
-    matched = {row_id: {x: tf for x, tf in tfs.items() if x in lexemes} for row_id, tfs in rows.items()}
+    return stored, lexemes
+
+
+def _reference(documents: dict[K, dict[str, int]], lexemes: set[str]) -> dict[K, float]:
+    """BM25 in Python over `documents` (key -> lexeme -> tf): N, df and the mean length counted here."""
+    stats = TextStats(len(documents), sum(len(tfs) for tfs in documents.values()) / len(documents))
+    matched = {key: {x: tf for x, tf in tfs.items() if x in lexemes} for key, tfs in documents.items()}
     dfs = document_frequencies(matched.values())
     return {
-        row_id: bm25(matched[row_id], len(tfs), dfs, stats, k1=1.2, b=0.75)
-        for row_id, tfs in rows.items()
-        if matched[row_id]
+        key: bm25(matched[key], len(tfs), dfs, stats, k1=1.2, b=0.75)
+        for key, tfs in documents.items()
+        if matched[key]
     }
+
+
+async def _python_bm25(app_engine: AsyncEngine, tenant: TenantId, query: str) -> dict[str, float]:
+    """BM25 in Python over the scope's rows as stored (the same tsvectors, counted here)."""
+    sql = "SELECT id::text, content_tsv::text FROM memories WHERE user_id = 'u'"
+    stored, lexemes = await _stored(app_engine, tenant, sql, query)
+    return _reference({row_id: _parse(tsv) for row_id, tsv in stored}, lexemes)
 
 
 async def test_sql_bm25_equals_a_python_bm25_over_the_scope_and_ranks_the_rare_word_first(
@@ -112,3 +125,48 @@ async def test_a_scope_without_matches_scores_no_keywords(api: Api, app_engine: 
     rows = await _candidates(app_engine, TenantId(api.tenant_id), "zeppelin")
     assert rows
     assert all(r.keyword_rank == 0 for r in rows)
+
+
+async def _python_units_bm25(
+    app_engine: AsyncEngine, tenant: TenantId, query: str
+) -> dict[tuple[str, int | None], float]:
+    """BM25 in Python over the scope's units as stored: each memory without passages, and each passage
+    of a long memory (never a long memory's whole text)."""
+    sql = (
+        "SELECT m.id::text, p.ordinal, coalesce(p.content_tsv, m.content_tsv)::text"
+        " FROM memories m LEFT JOIN memory_passages p"
+        " ON p.tenant_id = m.tenant_id AND p.memory_id = m.id WHERE m.user_id = 'u'"
+    )
+    stored, lexemes = await _stored(app_engine, tenant, sql, query)
+    return _reference({(row_id, ordinal): _parse(tsv) for row_id, ordinal, tsv in stored}, lexemes)
+
+
+async def test_a_long_memory_is_scored_by_its_passages_as_units_of_their_own(
+    api: Api, app_engine: AsyncEngine
+) -> None:
+    for content in [*COMMON, "Lunch is at noon"]:
+        await api.remember(user_id="u", content=content)
+    filler = " ".join(
+        f"Item {i} of the museum inventory lists a painted vase and a clock." for i in range(24)
+    )
+    long = f"{filler} The zeppelin hangar asked the museum for support with the tour. {filler}"
+    long_id = (await api.remember(user_id="u", content=long))["memory"]["id"]
+    tenant = TenantId(api.tenant_id)
+
+    rows = await _candidates(app_engine, tenant, QUERY)
+    expected = await _python_units_bm25(app_engine, tenant, QUERY)
+
+    assert any(ordinal is not None for _, ordinal in expected)  # the long memory matched through passages
+    [memory] = [r for r in rows if str(r.id) == long_id]
+    assert memory.passages
+    by_ordinal = {p.ordinal: p.keyword_rank for p in memory.passages}
+    for (row_id, ordinal), score in expected.items():
+        if row_id == long_id:
+            assert by_ordinal[ordinal] == pytest.approx(score, rel=1e-9), ordinal
+        else:
+            [row] = [r for r in rows if str(r.id) == row_id]
+            assert row.keyword_rank == pytest.approx(score, rel=1e-9), row_id
+    # The memory's own BM25 is its best passage's, and only the passage with the rare word holds it.
+    assert memory.keyword_rank == pytest.approx(max(by_ordinal.values()), rel=1e-9)
+    best = max(memory.passages, key=lambda p: p.keyword_rank)
+    assert "zeppelin" in long[best.start : best.end]

@@ -11,6 +11,7 @@ from tests.conftest import Api
 TENANT_TABLES = (
     "memories",
     "memory_access",
+    "memory_passages",
     "memory_events",
     "dream_proposals",
     "api_keys",
@@ -63,6 +64,10 @@ async def populate(api: Api) -> None:
     await api.remember(user_id="u", content="RLS probe memory", subject="probe", type="fact")
     await api.remember(user_id="u", content="RLS probe memory", subject="probe", type="fact")  # an access
     await api.remember(user_id="u", content="Timezone is CET", subject="timezone", pinned=True)
+    long = " ".join(
+        f"Paragraph {i} of the runbook says to check the disk before the deploy." for i in range(30)
+    )
+    await api.remember(user_id="u", content=long)  # long enough for passages
     assert (await api.remember(user_id="u", content="Timezone is PST", subject="timezone"))["proposals"]
     chat = await api.post("/v1/chat", {"user_id": "u", "message": "I prefer green tea", "session_id": "s"})
     assert chat.status_code == 200, chat.text

@@ -52,6 +52,7 @@ async def test_the_check_fails_on_a_tenant_table_whose_keys_do_not_start_with_te
 TENANT_TABLES = (
     "memories",
     "memory_access",
+    "memory_passages",
     "memory_events",
     "dream_proposals",
     "messages",
@@ -59,6 +60,7 @@ TENANT_TABLES = (
     "webhooks",
     "webhook_deliveries",
 )
+LONG = " ".join(f"Step {i} of the runbook: check the disk, then restart the worker." for i in range(30))
 _TABLE = re.compile(r"\b(" + "|".join(TENANT_TABLES) + r")\b")
 
 
@@ -87,6 +89,8 @@ async def test_every_statement_on_a_tenant_table_filters_or_writes_tenant_id(
             ("post", "/v1/memories", {"user_id": "u", "content": "I live in Porto", "subject": "city"}),
             ("post", "/v1/memories", {"user_id": "u", "content": "I live in Lisbon", "subject": "city"}),
             ("post", "/v1/memories/batch", {"items": [{"user_id": "u", "content": "I like tea"}]}),
+            ("post", "/v1/memories", {"user_id": "u", "content": LONG}),
+            ("patch", f"/v1/memories/{first}", {"content": LONG + " Tea is served at four."}),
             ("post", "/v1/recall", {"user_id": "u", "query": "where do I live?"}),
             ("get", "/v1/memories?user_id=u", None),
             ("get", f"/v1/memories/{first}/history", None),

@@ -117,11 +117,14 @@ async def _with_facts(api: Api) -> TenantId:
 
 
 def _seen(result: RecallResult) -> list[tuple[Any, ...]]:
-    """What recall chose and why: each memory with its cosine and keyword scores, and every skip."""
+    """What recall chose and why: each memory with its cosine and keyword scores, and every skip. Scores
+    to 4 decimals: the two recalls run on the real clock (and the first reinforces what it returns), so
+    recency and salience decay between them; on a loaded machine that moved a score's 6th decimal."""
     chosen = [
-        (m.memory.id, m.components["semantic"], m.components["keyword"], m.score) for m in result.memories
+        (m.memory.id, m.components["semantic"], m.components["keyword"], round(m.score, 4))
+        for m in result.memories
     ]
-    skipped = sorted((s.id, s.reason, s.score) for s in result.skipped)
+    skipped = sorted((s.id, s.reason, round(s.score, 4)) for s in result.skipped)
     return [result.candidates, result.context, chosen, skipped]
 
 

@@ -159,3 +159,10 @@ def test_bm25_prefers_rare_terms_and_shorter_documents() -> None:
     assert 3 not in index.rank("cat")  # no match, not ranked
     assert index.idf("bird") > index.idf("dog")
     assert tokenize("The Cats' stories and I") == ["cat", "story"]
+
+
+def test_a_turn_counts_as_shown_in_full_only_with_every_unit_of_it() -> None:
+    per_turn = {"t1": 1, "t2": 2, "t3": 1}
+    assert sorted(metrics.whole_turns(["t1", "t2", "t3"], per_turn)) == ["t1", "t3"]  # one of t2's two chunks
+    assert sorted(metrics.whole_turns(["t2", "t1", "t2"], per_turn)) == ["t1", "t2"]
+    assert metrics.whole_turns([], per_turn) == []

@@ -115,12 +115,22 @@ class History(Model):
     current: list[uuid.UUID] | None = None  # with `as_of`: the versions current at that instant
 
 
+class Passage(Model):
+    """The passage of a long memory that its context line shows: its index among the memory's passages
+    and its characters [start, end) of `memory.content`."""
+
+    index: int
+    start: int
+    end: int
+
+
 class RecalledMemory(Model):
     memory: Memory
     score: float
     relevance: float
     components: dict[str, float]
     tokens: int
+    passage: Passage | None = None  # None: the line shows the whole memory
 
 
 class Included(Model):
@@ -129,6 +139,7 @@ class Included(Model):
     tokens: int
     superseded: bool = False  # no longer current (a question about the past, or `as_of`)
     relevance: float = 0.0  # the value compared with the floor (min_relevance)
+    passage: int | None = None  # the index of the passage its line shows (None: the whole memory)
 
 
 class Skipped(Model):

@@ -1,0 +1,89 @@
+"""Keeps every long memory's passages right, in the transaction that writes its content.
+
+The write path plans a memory's passages (`plan`, pure) before its one embedding call, so the passages
+are embedded with the content; `PassageIndex.add` stores them once the memories are flushed. Wherever
+else content or vectors change (an edit of the content, a dream merge, an import, a re-embed),
+`PassageIndex.rebuild` plans, embeds and replaces them. An edit of the subject alone remakes their
+tsvectors (`PassageIndex.retext`): the subject is part of every passage's words, as of its memory's.
+Erase needs nothing: passages go with their memory (on delete cascade).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from app.context import RequestContext
+from app.db.models import Memory
+from app.memory.passages import Span, Tokens, excerpt_tokens, split
+from app.store.passages import NewPassage, PassageStore
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """A content's passages before they are embedded (none: the content is not long)."""
+
+    spans: list[Span]
+    tokens: list[int]
+    texts: list[str]  # what is embedded: each passage's slice of the content
+
+    def passages(self, memory_id: uuid.UUID, vectors: Sequence[Sequence[float]]) -> list[NewPassage]:
+        return [
+            NewPassage(memory_id, i, span.start, span.end, tokens, vector)
+            for i, (span, tokens, vector) in enumerate(zip(self.spans, self.tokens, vectors, strict=True))
+        ]
+
+
+def plan(content: str, max_tokens: int, tokens: Tokens) -> Planned:
+    """The passages `content` gets under a passage size of `max_tokens` (0: none)."""
+    spans = split(content, max_tokens, tokens) if max_tokens > 0 else []
+    return Planned(
+        spans, excerpt_tokens(content, spans, tokens.count), [content[s.start : s.end] for s in spans]
+    )
+
+
+def slices(plans: Sequence[Planned], vectors: Sequence[Sequence[float]]) -> list[Sequence[Sequence[float]]]:
+    """`vectors` (every plan's texts, in order) cut into one sequence per plan."""
+    out: list[Sequence[Sequence[float]]] = []
+    at = 0
+    for planned in plans:
+        out.append(vectors[at : at + len(planned.texts)])
+        at += len(planned.texts)
+    return out
+
+
+class PassageIndex:
+    """Writes and rebuilds the passages of one tenant's memories."""
+
+    def __init__(self, ctx: RequestContext) -> None:
+        self.ctx = ctx
+        self.store = PassageStore(ctx.session, ctx.tenant)
+
+    def plan(self, content: str) -> Planned:
+        return plan(content, self.ctx.policy.passage_tokens, self.ctx.counter)
+
+    async def add(self, written: Sequence[tuple[Memory, Planned, Sequence[Sequence[float]]]]) -> None:
+        """Store the passages of new memories (flushed), embedded with their content: one statement."""
+        passages = [p for memory, planned, vectors in written for p in planned.passages(memory.id, vectors)]
+        if passages:
+            await self.store.add(passages, self.ctx.embedder.name)
+
+    async def rebuild(self, memories: Sequence[Memory], *, new: bool = False) -> int:
+        """Plan, embed (one call) and replace the passages of memories whose content or vectors were
+        just written (flushed; `new`: inserted by this transaction, so they have none yet); returns how
+        many passages they now have."""
+        plans = [self.plan(m.content) for m in memories]
+        texts = [t for planned in plans for t in planned.texts]
+        vectors = await self.ctx.embedder.embed(texts) if texts else []
+        passages = [
+            p
+            for memory, planned, part in zip(memories, plans, slices(plans, vectors), strict=True)
+            for p in planned.passages(memory.id, part)
+        ]
+        await self.store.replace([] if new else [m.id for m in memories], passages, self.ctx.embedder.name)
+        return len(passages)
+
+    async def retext(self, memory_ids: Sequence[uuid.UUID]) -> None:
+        """Remake the passages' words after a change of their memories' subject (flushed)."""
+        await self.store.refresh_text(memory_ids)
