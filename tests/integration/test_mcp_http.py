@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +106,54 @@ async def test_second_tenant_sees_nothing_of_the_first(served: str, new_tenant: 
     async with mcp_over_http(served, first, user="alice") as a:  # still there, untouched
         again = structured(await a.call_tool("recall", QUESTION))
     assert [m["id"] for m in again["memories"]] == [written["id"]]
+
+
+async def stamp() -> str:
+    """Now, between two ticks: an instant strictly after the writes before it and before those after."""
+    await asyncio.sleep(0.02)
+    now = datetime.now(UTC).isoformat()
+    await asyncio.sleep(0.02)
+    return now
+
+
+async def test_second_tenant_as_the_same_agent_recalls_nothing_of_the_first_at_any_instant(
+    served: str, new_tenant: NewTenant
+) -> None:
+    _, first = await new_tenant()
+    _, second = await new_tenant()
+    agent = {"X-Engram-Agent": "agent-a"}
+    async with mcp_over_http(served, first, user="alice", headers=agent) as a:
+        react = structured(await a.call_tool("remember", REACT))
+        between = await stamp()
+        nextjs = structured(await a.call_tool("remember", NEXTJS))
+    async with mcp_over_http(served, second, user="alice", headers=agent) as b:
+        own = structured(
+            await b.call_tool("remember", {**REACT, "content": "We build the frontend in Svelte"})
+        )
+        after = await stamp()
+        seen = {
+            (at, kind): structured(
+                await b.call_tool(
+                    "recall", {**QUESTION, "as_of": at, "as_of_kind": kind, "token_budget": 4000}
+                )
+            )
+            for at in (between, after)
+            for kind in ("valid", "recorded")
+        }
+    for (at, kind), recall in seen.items():
+        assert [m["id"] for m in recall["memories"]] == ([own["id"]] if at == after else []), (at, kind)
+        assert "React" not in recall["context"]
+        assert "Next.js" not in recall["context"]
+    # The first tenant's agent does recall its own at those instants: the empty answers mean something.
+    async with mcp_over_http(served, first, user="alice", headers=agent) as a:
+        then = structured(
+            await a.call_tool("recall", {**QUESTION, "as_of": between, "as_of_kind": "recorded"})
+        )
+        now = structured(await a.call_tool("recall", {**QUESTION, "as_of": after}))
+    assert [m["id"] for m in then["memories"]] == [react["id"]]
+    assert nextjs["superseded"] == [react["id"]]
+    # Still current after the second tenant wrote into the same user's slot as the same agent.
+    assert [m["id"] for m in now["memories"]] == [nextjs["id"]]
 
 
 async def test_bad_arguments_are_tool_errors_and_write_nothing(served: str, new_tenant: NewTenant) -> None:

@@ -442,3 +442,89 @@ async def test_erasing_a_user_keeps_the_spaces_copy_but_its_audit_no_longer_name
     after = await events(api, copy_id)
     assert after, "the space copy's audit trail is kept"
     assert all("leaver" not in json.dumps(e) for e in after)
+
+
+async def test_another_tenant_listing_as_our_agent_gets_nothing(api: Api, other_api: Api) -> None:
+    await make_space(api, "ops", "agent-a", auto_approve=True)
+    mine = (await api.remember(user_id=USER, content=SECRET_PLAN, agent_id="agent-a"))["memory"]
+    copy_id = (await propose(api, "ops", mine["id"], "agent-a"))["payload"]["promoted_into"]
+    own = (await api.get("/v1/memories", user_id=USER, agent_id="agent-a")).json()["items"]
+    assert {m["id"] for m in own} == {mine["id"], copy_id}  # the same listing through our key finds both
+    # Its own space of the same name granting the same agent id must not reach our space's copy.
+    await make_space(other_api, "ops", "agent-a")
+    for params in ({}, {"status": "active"}, {"q": "Bluebird"}):
+        listed = await other_api.get("/v1/memories", user_id=USER, agent_id="agent-a", **params)
+        assert listed.status_code == 200, listed.text
+        assert listed.json() == {"items": [], "next_cursor": None}, params
+
+
+async def test_another_tenant_forgetting_as_our_agent_forgets_nothing(api: Api, other_api: Api) -> None:
+    mine = (await api.remember(user_id=USER, content=SECRET_PLAN, subject="codename", agent_id="agent-a"))[
+        "memory"
+    ]
+    by_id = await other_api.post(
+        "/v1/forget", {"user_id": USER, "memory_id": mine["id"], "agent_id": "agent-a"}
+    )
+    assert by_id.status_code == 404, by_id.text
+    unknown_id = str(uuid.uuid4())
+    unknown = await other_api.post(
+        "/v1/forget", {"user_id": USER, "memory_id": unknown_id, "agent_id": "agent-a"}
+    )
+    assert unknown.json() == {  # indistinguishable from an id that exists nowhere
+        "error": "not_found",
+        "detail": by_id.json()["detail"].replace(mine["id"], unknown_id),
+    }
+    for body in ({"subject": "codename"}, {"query": SECRET_PLAN}):
+        forgot = await other_api.post("/v1/forget", {"user_id": USER, "agent_id": "agent-a", **body})
+        assert forgot.status_code == 200, forgot.text
+        assert forgot.json()["forgotten"] == [], body
+    assert (await api.memory(mine["id"]))["status"] == "active"
+    assert [e["kind"] for e in await events(api, mine["id"])] == ["created"]
+    assert SECRET_PLAN in await recalled(api, "agent-a")
+
+
+async def test_another_tenant_chatting_as_the_same_agent_sees_nothing_of_our_chat(
+    api: Api, other_api: Api
+) -> None:
+    said = {"user_id": USER, "message": "I live in Porto", "session_id": "s1", "agent_id": "agent-b"}
+    response = await api.post("/v1/chat", said)
+    assert response.status_code == 200, response.text
+    [written] = [c for c in response.json()["tool_calls"] if c["name"] == "remember"]
+    memory_id = written["result"]["id"]
+    assert any("Porto" in c for c in await recalled(api, "agent-b", "where do I live?"))  # sanity
+
+    listed = (await other_api.get("/v1/memories", user_id=USER, agent_id="agent-b")).json()
+    assert listed == {"items": [], "next_cursor": None}
+    recall = await other_api.recall(
+        user_id=USER, query="where do I live?", agent_id="agent-b", min_relevance=0.0
+    )
+    assert (recall["memories"], recall["context"]) == ([], "")
+    assert (await other_api.get(f"/v1/memories/{memory_id}")).status_code == 404
+    question = {**said, "message": "Where do I live?"}  # the same user, session and agent
+    asked = await other_api.post("/v1/chat", question)
+    assert asked.status_code == 200, asked.text
+    assert [c["name"] for c in asked.json()["tool_calls"]] == ["recall"]
+    assert "Porto" not in asked.text
+    assert asked.json()["memories_used"] == []
+    assert "Porto" in (await api.post("/v1/chat", question)).json()["answer"]  # our own chat does recall it
+
+
+async def test_another_tenant_cannot_reject_a_pending_promotion(
+    pair: tuple[Api, Api], other_api: Api
+) -> None:
+    agents, reviewer = pair
+    await make_space(agents, "launch-team", "agent-a", "agent-b")
+    source = (await agents.remember(user_id=USER, content=SECRET_PLAN, agent_id="agent-a"))["memory"]
+    pending = await propose(agents, "launch-team", source["id"], "agent-a")
+
+    rejected = await other_api.post(f"/v1/dream/proposals/{pending['id']}/reject")
+    assert rejected.status_code == 404, rejected.text
+    assert rejected.json()["error"] == "not_found"
+    listed = (await agents.get("/v1/dream/proposals", user_id=USER)).json()["items"]
+    assert [(p["id"], p["status"]) for p in listed] == [(pending["id"], "proposed")]
+    assert "proposal_rejected" not in [e["kind"] for e in await events(agents, source["id"])]
+    # Still ours to decide: our reviewer approves it and the space holds the memory.
+    approved = await reviewer.post(f"/v1/dream/proposals/{pending['id']}/approve")
+    assert approved.status_code == 200, approved.text
+    assert approved.json()["status"] == "applied"
+    assert SECRET_PLAN in await recalled(agents, "agent-b")

@@ -242,6 +242,34 @@ async def test_after_the_last_attempt_a_delivery_is_a_dead_letter_until_redelive
     assert (await a.get("/v1/webhooks/dead-letters")).json()["items"] == []
 
 
+async def test_tenant_b_naming_tenant_as_webhook_sees_none_of_its_dead_letters(
+    a: Api, b: Api, deliverer: Deliverer
+) -> None:
+    ra, rb = Receiver(), Receiver()
+    ra.start()
+    rb.start()
+    ra.status = rb.status = 503
+    try:
+        hook_a = (await add_hook(a, ra.url))["webhook"]
+        hook_b = (await add_hook(b, rb.url))["webhook"]
+        await a.remember(user_id="shared-name", content="Tenant A prefers tea")
+        await b.remember(user_id="shared-name", content="Tenant B prefers coffee")
+        await deliver_all(deliverer, rounds=15)
+    finally:
+        ra.stop()
+        rb.stop()
+    [dead_a] = (await a.get("/v1/webhooks/dead-letters", webhook_id=hook_a["id"])).json()["items"]
+    assert dead_a["webhook_id"] == hook_a["id"]  # sanity: A's own filter finds its dead letter
+    for params in ({"webhook_id": hook_a["id"]}, {"webhook_id": hook_a["id"], "limit": 1}):
+        page = await b.get("/v1/webhooks/dead-letters", **params)
+        assert page.status_code == 200, page.text
+        assert page.json() == {"items": [], "next_cursor": None}, params
+    # B's own filter keeps working, and names only its own.
+    theirs = (await b.get("/v1/webhooks/dead-letters", webhook_id=hook_b["id"])).json()["items"]
+    assert [(d["webhook_id"], d["state"]) for d in theirs] == [(hook_b["id"], "dead")]
+    assert (await b.get("/v1/webhooks/dead-letters")).json()["items"] == theirs
+
+
 async def test_tenant_b_can_neither_list_nor_delete_tenant_as_webhook(a: Api, b: Api) -> None:
     hook = (await add_hook(a, "http://127.0.0.1:9/a"))["webhook"]
     assert (await b.get("/v1/webhooks")).json()["items"] == []

@@ -3,7 +3,10 @@ server-sent event stream, each tenant seeing only its own."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -104,6 +107,70 @@ async def test_the_stream_resumes_after_last_event_id_and_refuses_bad_input(
             assert 400 <= bad.status_code < 500, (params, bad.text)
         unauthenticated = await client.get("/v1/events/stream", headers={"Authorization": "Bearer nope"})
         assert unauthenticated.status_code == 401
+
+
+async def read_events(lines: AsyncIterator[str], n: int) -> list[tuple[int, dict[str, Any]]]:
+    """The next `n` events of an open server-sent event stream: (id, the JSON a webhook would get)."""
+    out: list[tuple[int, dict[str, Any]]] = []
+    event_id = 0
+    async for line in lines:
+        if line.startswith("id: "):
+            event_id = int(line[4:])
+        elif line.startswith("data: "):
+            out.append((event_id, json.loads(line[6:])))
+            if len(out) == n:
+                break
+    return out
+
+
+async def write(client: httpx.AsyncClient, content: str) -> str:
+    response = await client.post("/v1/memories", json={"user_id": "shared-name", "content": content})
+    assert response.status_code == 201, response.text
+    return str(response.json()["memory"]["id"])
+
+
+async def streamed(client: httpx.AsyncClient, n: int, **request: Any) -> list[tuple[int, dict[str, Any]]]:
+    async with client.stream("GET", "/v1/events/stream", **request) as response:
+        assert response.status_code == 200, await response.aread()
+        return await asyncio.wait_for(read_events(response.aiter_lines(), n), 30)
+
+
+async def test_a_live_stream_sends_only_its_tenants_events_while_another_writes_between(
+    live_url: str, new_tenant: NewTenant
+) -> None:
+    (_, key_a), (_, key_b) = await new_tenant(), await new_tenant()
+    a = httpx.AsyncClient(base_url=live_url, headers={"Authorization": f"Bearer {key_a}"}, timeout=30)
+    b = httpx.AsyncClient(base_url=live_url, headers={"Authorization": f"Bearer {key_b}"}, timeout=30)
+    ours = ["I keep bees on the roof", "I play the cello", "I grow tomatoes"]
+    theirs = ["I sail on weekends", "I collect stamps", "I speak Finnish"]
+    async with a, b:
+        async with a.stream("GET", "/v1/events/stream") as response:  # from now on, live
+            assert response.status_code == 200
+            mine, others = [], []
+            for own, other in zip(ours, theirs, strict=True):
+                mine.append(await write(a, own))
+                others.append(await write(b, other))
+            received = await asyncio.wait_for(read_events(response.aiter_lines(), 3), 30)
+        assert [e["data"]["memory_id"] for _, e in received] == mine
+        assert {e["type"] for _, e in received} == {"memory.created"}
+        assert not any(word in json.dumps(received) for word in ("sail", "stamps", "Finnish", *others))
+        b_events = await streamed(b, 3, params={"after": 0})
+        assert [e["data"]["memory_id"] for _, e in b_events] == others
+        a_ids, b_ids = [i for i, _ in received], [i for i, _ in b_events]
+        assert [e["id"] for _, e in received] == a_ids
+        assert a_ids[0] < b_ids[0] < a_ids[1] < b_ids[1] < a_ids[2]  # B really wrote between A's writes
+
+        # Resuming from one of B's event ids sends A's events after it, never B's.
+        resumed = await streamed(a, 2, headers={"Last-Event-ID": str(b_ids[0])})
+        assert [(i, e["data"]["memory_id"]) for i, e in resumed] == list(
+            zip(a_ids[1:], mine[1:], strict=True)
+        )
+        async with a.stream("GET", "/v1/events/stream", params={"after": b_ids[-1]}) as response:
+            later_b = await write(b, "I bake sourdough")
+            later_a = await write(a, "I run on Sundays")
+            [(_, event)] = await asyncio.wait_for(read_events(response.aiter_lines(), 1), 30)
+        assert event["data"]["memory_id"] == later_a
+        assert later_b not in json.dumps(event)
 
 
 def test_verify_signature_accepts_a_fresh_signed_body_and_refuses_everything_else() -> None:
