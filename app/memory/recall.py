@@ -93,18 +93,20 @@ class Recaller:
         return _result(packed, candidates, budget, floor, plan, latency, moment)
 
     async def first(
-        self, request: RecallInput, min_relevance: float, eligible: Callable[[CandidateRow], bool]
+        self, request: RecallInput, min_relevance: float, eligible: Callable[[CandidateRow, float], bool]
     ) -> CandidateRow | None:
-        """The `eligible` memory this recall would rank first among those whose relevance reaches
-        `min_relevance` (forget-by-query): packed as a recall with that floor and the largest budget, so
-        it is one a recall returns, never one that the slot veto or the floor leaves out. Nothing is
-        reinforced."""
+        """The `eligible` memory (given its row and relevance) this recall would rank first among those
+        whose relevance reaches `min_relevance` (forget-by-query): packed as a recall with that floor and
+        the largest budget, so it is one a recall returns, never one that the slot veto or the floor leaves
+        out. Nothing is reinforced."""
         _check(request)
         now = self.ctx.clock.now()
         _, items, _ = await self._scored(request, now, moment_of(request, now), {})
         packed = self._pack(items, MAX_BUDGET, min_relevance)
         reached = [
-            i.item for i in packed.included if i.item.relevance >= min_relevance and eligible(i.item.ref)
+            i.item
+            for i in packed.included
+            if i.item.relevance >= min_relevance and eligible(i.item.ref, i.item.relevance)
         ]
         return max(reached, key=lambda item: item.score).ref if reached else None
 

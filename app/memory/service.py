@@ -245,8 +245,14 @@ class MemoryService:
     async def _closest(
         self, user_id: str, project_id: str | None, query: str, agent_id: str | None
     ) -> list[Memory]:
-        """The memory recall ranks first for `query` among the user's own whose similarity
-        (app.memory.similarity) reaches the forget floor; none when none does."""
+        """The memory recall ranks first for `query` among the user's own that recall returns (its floor)
+        and that are about the description: their similarity (app.memory.similarity) reaches the forget
+        floor, or their text holds a word of it. None when none is.
+
+        The word rule is what a small scope needs: there BM25's idf is near zero (a word in the only
+        memory is in every memory), so "my fresco hobby" against "I paint frescoes on weekends" has no
+        keyword evidence to speak of, and a short description's cosine with a longer memory sits below
+        the forget floor, yet the description names it."""
         if not query.strip():
             raise ValidationFailed("query must not be empty")
         ctx = self.ctx
@@ -255,14 +261,16 @@ class MemoryService:
             floor = forget_floor(ctx.relevance_floor(), ctx.embedder.thresholds.review)
         request = RecallInput(user_id=user_id, query=query, project_id=project_id, agent_id=agent_id)
 
-        def forgettable(row: CandidateRow) -> bool:
+        def forgettable(row: CandidateRow, relevance: float) -> bool:
             # The user's own (a shared space's memories are not theirs to forget by a description), and
             # with an agent, only what that agent may change.
             owner, agent = row.columns["user_id"], row.columns["agent_id"]
-            return owner == user_id and (agent_id is None or agent in (None, agent_id))
+            mine = owner == user_id and (agent_id is None or agent in (None, agent_id))
+            return mine and (relevance >= floor or row.keyword_rank > 0)
 
         # Exact statistics: a forget is rare, and its count must not become the scope's remembered one.
-        first = await Recaller(ctx, remembered_stats=False).first(request, floor, forgettable)
+        recaller = Recaller(ctx, remembered_stats=False)
+        first = await recaller.first(request, ctx.relevance_floor(), forgettable)
         if first is None:
             return []
         memory = await ctx.store.reads.get(first.id, for_update=True)

@@ -110,6 +110,25 @@ async def test_forget_by_query_never_reaches_another_tenant_or_an_unrelated_memo
     assert await _status(eapi, staging) == "active"
 
 
+async def test_a_description_that_names_the_only_memory_forgets_it(eapi: Api) -> None:
+    # One memory: BM25's idf is near zero and "my fresco hobby" is far from the sentence's meaning, yet
+    # the description names it (the predecessors' fuzz case B-fresco); a word of it is what counts.
+    fresco = await eapi.remember(user_id="solo", content="I paint frescoes on weekends.", type="fact")
+    unrelated = await eapi.post("/v1/forget", {"user_id": "solo", "query": "my sailing course next summer"})
+    assert unrelated.json()["forgotten"] == []
+    response = await eapi.post("/v1/forget", {"user_id": "solo", "query": "my fresco hobby"})
+    assert response.json()["forgotten"] == [fresco["memory"]["id"]]
+    # Through the offline chat agent, the same rule.
+    glass = await eapi.remember(
+        user_id="solo2", content="I go glassblowing at a studio downtown.", type="fact"
+    )
+    reply = await eapi.post(
+        "/v1/chat", {"user_id": "solo2", "message": "Please forget my glassblowing hobby"}
+    )
+    assert reply.status_code == 200, reply.text
+    assert await _status(eapi, glass["memory"]["id"]) == "forgotten"
+
+
 async def _dream_merges(api: Api) -> list[set[str]]:
     response = await api.post("/v1/dream", {"user_id": "u"})
     assert response.status_code == 200, response.text
