@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, Route, sync_playwright
 
-from tests.support.browser import ARGS
+from tests.support.browser import ARGS, BrowserMissing, chromium_path
 from tests.support.database import TestDatabase
 from tests.support.served import free_port, serve_env, serving, wait_ready
-
-# Debian's chromium here; CI on another distribution points CHROMIUM_PATH at the browser it installed.
-CHROMIUM = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
 
 
 @pytest.fixture(scope="module")
@@ -29,9 +24,13 @@ def base_url(database: TestDatabase, tmp_path_factory: pytest.TempPathFactory) -
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    assert CHROMIUM.exists(), "Chromium is missing: deploy/test.sh installs Debian's chromium package"
+    # Debian's chromium here; CI on another distribution points CHROMIUM_PATH at the browser it installed.
+    try:
+        chromium = chromium_path()
+    except BrowserMissing as exc:
+        pytest.fail(str(exc), pytrace=False)
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        b = p.chromium.launch(executable_path=str(chromium), args=ARGS)
         yield b
         b.close()
 

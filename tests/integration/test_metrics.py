@@ -27,6 +27,8 @@ SERIES = {
     "engram_db_pool_connections_in_use",
     "engram_db_pool_size",
 }
+# The stages a recall times (app/memory/recall.py); "total" spans them all.
+STAGES = ("embed", "sql", "score", "pack", "reinforce", "total")
 
 
 def samples(text: str) -> list[tuple[str, dict[str, str], float]]:
@@ -61,11 +63,28 @@ async def test_metrics_list_every_series_after_a_remember_and_a_recall(settings:
     assert value("engram_http_requests_total", route="/v1/memories/{memory_id}", status="200") == 1
     assert value("engram_errors_total", code="validation_error", status="422") == 1
     assert value("engram_recalls_total", plan="exact") == 2  # the recall and the chat's recall
-    assert value("engram_recall_stage_seconds_count", stage="sql") == 2
+    # Every stage app/memory/recall.py times, once per recall (the recall and the chat's), and no other.
+    stages = {ls["stage"] for n, ls, _ in found if n == "engram_recall_stage_seconds_count"}
+    assert stages == set(STAGES)
+    for stage in STAGES:
+        assert value("engram_recall_stage_seconds_count", stage=stage) == 2, stage
     assert value("engram_recall_candidates_sum") >= 1
     assert value("engram_recall_tokens_used_sum") >= 1
     assert value("engram_model_calls_total", kind="chat", model="engram-offline-1") >= 1
     assert value("engram_model_calls_total", kind="embed") >= 3
+    # Tokens by kind, model and direction: the chat's prompt and completion; the local embedder's calls
+    # are metered too (their series exist; app/usage/metered.py counts them at zero tokens).
+    tokens = {
+        (ls["kind"], ls["model"], ls["direction"]) for n, ls, _ in found if n == "engram_model_tokens_total"
+    }
+    assert {direction for _, _, direction in tokens} == {"prompt", "completion"}
+    assert {("chat", "engram-offline-1", "prompt"), ("chat", "engram-offline-1", "completion")} <= tokens
+    assert {(kind, direction) for kind, _, direction in tokens if kind == "embed"} == {
+        ("embed", "prompt"),
+        ("embed", "completion"),
+    }
+    assert value("engram_model_tokens_total", kind="chat", direction="prompt") >= 1
+    assert value("engram_model_tokens_total", kind="chat", direction="completion") >= 1
     assert value("engram_db_pool_size", pool="request") == settings.db_pool_size
     assert value("engram_db_pool_connections_in_use", pool="request") == 0  # nothing in flight now
 

@@ -30,20 +30,26 @@ class BrowserMissing(RuntimeError):
     pass
 
 
+# The browser binary's variable (README, the CI workflow); ENGRAM_CHROMIUM is its older name, still read.
+CHROMIUM_VARIABLES = ("CHROMIUM_PATH", "ENGRAM_CHROMIUM")
+
+
 def chromium_path() -> Path:
-    """The browser binary (`ENGRAM_CHROMIUM` if set, else Debian's), or an error saying how to get it."""
-    chosen = os.environ.get("ENGRAM_CHROMIUM")
-    if chosen:
-        if not Path(chosen).is_file():
-            raise BrowserMissing(f"ENGRAM_CHROMIUM={chosen} is not a file: the browser tests need chromium")
-        return Path(chosen)
+    """The browser binary (`CHROMIUM_PATH`, or its alias `ENGRAM_CHROMIUM`, if set; else Debian's), or an
+    error saying how to get it."""
+    for variable in CHROMIUM_VARIABLES:
+        chosen = os.environ.get(variable)
+        if chosen:
+            if not Path(chosen).is_file():
+                raise BrowserMissing(f"{variable}={chosen} is not a file: the browser tests need chromium")
+            return Path(chosen)
     if DEBIAN_CHROMIUM.is_file():
         return DEBIAN_CHROMIUM
     if found := shutil.which("chromium"):
         return Path(found)
     raise BrowserMissing(
         f"chromium is not at {DEBIAN_CHROMIUM} nor on PATH: the browser tests need Debian's chromium "
-        "(`apt-get install chromium`, which deploy/test.sh runs) or ENGRAM_CHROMIUM=/path/to/chromium"
+        "(`apt-get install chromium`, which deploy/test.sh runs) or CHROMIUM_PATH=/path/to/chromium"
     )
 
 

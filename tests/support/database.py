@@ -1,11 +1,16 @@
-"""Chooses the test database (DESIGN.md): TEST_DATABASE_URL, else Docker via testcontainers, else embedded."""
+"""Chooses the test database (DESIGN.md): TEST_DATABASE_URL, else Docker via testcontainers, else embedded.
+
+`ENGRAM_TEST_DATABASE=testcontainers` (the GitHub workflow's test job sets it) demands testcontainers: no
+Docker engine, or one that cannot supply the image, is then an error, never a silent fallback to the
+embedded server. Unset (CI here, where no engine runs, and development machines) the fallback stays.
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,26 +32,57 @@ class TestDatabase:
 PG_IMAGE = "pgvector/pgvector:pg17"
 
 
-def _docker_available() -> bool:
-    """A reachable engine that has, or can pull, the image (an engine with no registry cannot)."""
+def _docker_problem() -> str | None:
+    """Why no reachable engine has, or can pull, the image (an engine with no registry cannot); None: one does."""
     try:
         import docker
 
         engine = docker.from_env(timeout=3)
         engine.ping()
-    except Exception:
-        return False
+    except Exception as exc:
+        return f"no Docker engine answers ({type(exc).__name__}: {exc})"
     try:
         engine.images.get(PG_IMAGE)
     except Exception:
         try:
             engine.images.pull(PG_IMAGE)
         except Exception as exc:
-            print(
-                f"Docker runs but {PG_IMAGE} cannot be had ({type(exc).__name__}); using embedded PostgreSQL"
-            )
-            return False
-    return True
+            return f"Docker runs but {PG_IMAGE} cannot be had ({type(exc).__name__})"
+    return None
+
+
+REQUIRE = "ENGRAM_TEST_DATABASE"
+
+
+class DatabaseUnavailable(RuntimeError):
+    pass
+
+
+def choose_database(env: Mapping[str, str], docker_problem: Callable[[], str | None]) -> str:
+    """Which database the session uses: "external", "testcontainers" or "embedded" (`docker_problem` is
+    asked only when Docker is a candidate). Raises when `ENGRAM_TEST_DATABASE=testcontainers` is set
+    and testcontainers cannot be had, so a runner that should test on the image never tests on
+    anything else."""
+    required = env.get(REQUIRE, "")
+    if required not in ("", "testcontainers"):
+        raise DatabaseUnavailable(f"{REQUIRE}={required}: the only value is testcontainers (or unset)")
+    where = " on GitHub Actions" if env.get("GITHUB_ACTIONS") == "true" else ""
+    if env.get("TEST_DATABASE_URL"):
+        if required:
+            raise DatabaseUnavailable(f"{REQUIRE}=testcontainers{where}, yet TEST_DATABASE_URL is set")
+        return "external"
+    if env.get("ENGRAM_TEST_DOCKER", "1") == "1":
+        problem = docker_problem()
+        if problem is None:
+            return "testcontainers"
+    else:
+        problem = "ENGRAM_TEST_DOCKER is not 1"
+    if required:
+        raise DatabaseUnavailable(
+            f"{REQUIRE}=testcontainers{where}, but {problem}: refusing the embedded fallback"
+        )
+    print(f"{problem}; using embedded PostgreSQL")
+    return "embedded"
 
 
 @contextmanager
@@ -54,14 +90,15 @@ def test_database() -> Iterator[TestDatabase]:
     """A fresh, migrated database for the test session."""
     from app.db.migrate import upgrade
 
-    url = os.environ.get("TEST_DATABASE_URL")
-    if url:
+    kind = choose_database(os.environ, _docker_problem)
+    if kind == "external":
+        url = os.environ["TEST_DATABASE_URL"]
         upgrade(url)
         yield TestDatabase(
             url, app_role_url(url, APP_ROLE, os.environ.get("TEST_APP_DB_PASSWORD")), "external"
         )
         return
-    if os.environ.get("ENGRAM_TEST_DOCKER", "1") == "1" and _docker_available():
+    if kind == "testcontainers":
         from testcontainers.postgres import PostgresContainer
 
         with PostgresContainer(PG_IMAGE, driver="asyncpg") as pg:

@@ -141,3 +141,50 @@ def test_the_workflow_runs_the_ci_command_on_testcontainers_with_chromium(workfl
     lint = "\n".join(s.get("run", "") for s in workflow["jobs"]["lint"]["steps"])
     assert "ruff check" in lint
     assert "mypy" in lint
+
+
+def test_the_github_test_job_demands_testcontainers_and_ci_here_does_not(workflow: dict[str, Any]) -> None:
+    # tests/support/database.py then fails instead of silently testing on the embedded server.
+    assert workflow["jobs"]["test"]["env"]["ENGRAM_TEST_DATABASE"] == "testcontainers"
+    for where in (".ci/run", "deploy/test.sh"):
+        assert "ENGRAM_TEST_DATABASE" not in (ROOT / where).read_text()  # no engine runs there
+
+
+def test_the_lint_job_installs_what_mypy_follows_through_the_constraints(workflow: dict[str, Any]) -> None:
+    # app/ imports torch, transformers, tokenizers (local) and opentelemetry (otel); strict mypy without
+    # them fails with import-not-found, since pyproject ignores no missing import of theirs.
+    [install] = [s["run"] for s in workflow["jobs"]["lint"]["steps"] if "pip install" in s.get("run", "")]
+    assert "-c deploy/constraints.txt" in install
+    extras = re.search(r"\.\[([\w,]+)\]", install)
+    assert extras is not None
+    assert {"dev", "local", "otel"} <= set(extras.group(1).split(","))
+    assert workflow["env"]["PIP_EXTRA_INDEX_URL"] == "https://download.pytorch.org/whl/cpu"  # CPU torch
+    ignored = re.search(r"module = \[(.*?)\]\nignore_missing_imports", (ROOT / "pyproject.toml").read_text())
+    assert ignored is not None
+    for module in ("torch", "transformers", "tokenizers", "opentelemetry"):
+        assert f'"{module}' not in ignored.group(1)  # else the install above could be smaller
+
+
+def test_the_browser_tests_read_the_variable_the_workflow_exports(
+    workflow: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.support.browser import BrowserMissing, chromium_path
+
+    runs = "\n".join(s.get("run", "") for s in workflow["jobs"]["test"]["steps"])
+    [exported] = re.findall(r'echo "(\w*CHROMIUM\w*)=', runs)
+    alias = "ENGRAM_CHROMIUM"
+    browser, other = tmp_path / "chromium", tmp_path / "other"
+    browser.touch()
+    other.touch()
+    for variable in (exported, alias):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv(exported, str(browser))
+    assert chromium_path() == browser
+    monkeypatch.setenv(alias, str(other))
+    assert chromium_path() == browser  # the documented name wins
+    monkeypatch.delenv(exported)
+    assert chromium_path() == other  # the older name still works
+    monkeypatch.setenv(exported, str(tmp_path / "missing"))
+    with pytest.raises(BrowserMissing, match=exported):
+        chromium_path()
+    assert f"`{exported}`" in (ROOT / "README.md").read_text()
