@@ -33,7 +33,7 @@ from app.agent.tooling import (
     Unit,
     each,
 )
-from app.lib.errors import EngramError
+from app.lib.errors import EngramError, MemoryQuotaExceeded
 from app.memory.corrections import supersede_mentioned
 from app.memory.models import RecallInput, RecallResult, RememberInput
 from app.memory.recall import MAX_BUDGET
@@ -129,6 +129,10 @@ async def _remember(env: ToolEnv, calls: list[RememberArgs]) -> list[ToolResult]
     ]
     try:
         written = await env.memory.remember_many(items)
+    except MemoryQuotaExceeded:
+        # Not a result for the model to read: the quota refuses the whole request (a chat's turns
+        # included), a 409 with nothing written, as it refuses POST /v1/memories (docs/SECURITY.md).
+        raise
     except EngramError as exc:
         return [ToolResult.refused("remember", exc) for _ in calls]
     for a, r in zip(calls, written, strict=True):

@@ -100,7 +100,7 @@ async def test_erasing_a_user_while_writes_hit_one_slot_never_fails_a_write_with
         assert state["dangling"] == 0, state
         assert state["orphan_events"] == 0, state
     assert statuses[201] > 0
-    assert statuses[500] == 0
+    assert [s for s in statuses if s >= 500] == [], statuses  # no 5xx of any kind, not only 500
     # Written after the race: the slot works as before, one current memory.
     assert (await write(api, ROUNDS, 0))[0] == 201
     assert (await consistency(owner_engine, api))["live"] == 1

@@ -122,6 +122,62 @@ async def test_an_import_over_the_memory_quota_imports_nothing(
     assert await count_memories(owner_engine, api.tenant_id) == 0
 
 
+async def count_rows(owner_engine: AsyncEngine, tenant: uuid.UUID) -> dict[str, int]:
+    """What a refused chat or extraction must not have written: memories, messages, memory events."""
+    async with owner_engine.connect() as conn, conn.begin():
+        await conn.execute(text("SELECT set_config('app.tenant_id', :t, true)"), {"t": str(tenant)})
+        row = (
+            await conn.execute(
+                text(
+                    "SELECT (SELECT count(*) FROM memories WHERE tenant_id = :t) AS memories,"
+                    " (SELECT count(*) FROM messages WHERE tenant_id = :t) AS messages,"
+                    " (SELECT count(*) FROM memory_events WHERE tenant_id = :t) AS events"
+                ),
+                {"t": tenant},
+            )
+        ).one()
+    return {"memories": row.memories, "messages": row.messages, "events": row.events}
+
+
+async def test_a_chat_that_would_store_a_memory_over_the_quota_is_409_and_writes_nothing(
+    api: Api, owner_engine: AsyncEngine
+) -> None:
+    await set_limits(owner_engine, api.tenant_id, max_memories=1)
+    await api.remember(user_id=USER, content="I drink green tea", type="preference")
+    before = await count_rows(owner_engine, api.tenant_id)
+    # The offline model stores this (a remember tool call): one memory too many.
+    message = {"user_id": USER, "message": "Remember that I keep my bike in the shed", "session_id": "s1"}
+    refused = assert_error(await api.post("/v1/chat", message), 409, "memory_quota_exceeded")
+    assert "nothing was written" in refused["detail"]
+    assert await count_rows(owner_engine, api.tenant_id) == before  # neither the memory nor the turns
+    # A chat that stores nothing is served at the quota (and writes its two turns).
+    asked = await api.post("/v1/chat", {"user_id": USER, "message": "What do I drink?", "session_id": "s1"})
+    assert asked.status_code == 200, asked.text
+    assert [c["name"] for c in asked.json()["tool_calls"]] == ["recall"]
+    after = await count_rows(owner_engine, api.tenant_id)
+    assert after == {**before, "messages": before["messages"] + 2}
+
+
+async def test_an_extraction_over_the_memory_quota_is_409_and_writes_nothing(
+    api: Api, owner_engine: AsyncEngine
+) -> None:
+    await set_limits(owner_engine, api.tenant_id, max_memories=2)
+    await api.remember(user_id=USER, content="I drink green tea", type="preference")
+    before = await count_rows(owner_engine, api.tenant_id)
+    messages = [
+        {"role": "user", "content": "I am vegan and I live in Lisbon"},  # two facts: one too many
+        {"role": "assistant", "content": "Noted!"},
+    ]
+    body = {"user_id": USER, "messages": messages, "session_id": "s1"}
+    refused = assert_error(await api.post("/v1/memories/extract", body), 409, "memory_quota_exceeded")
+    assert "nothing was written" in refused["detail"]
+    assert await count_rows(owner_engine, api.tenant_id) == before  # no memory, no stored message
+    # One fact fits: the same extraction under the quota stores it.
+    one = {**body, "messages": [{"role": "user", "content": "I live in Lisbon"}]}
+    assert (await api.post("/v1/memories/extract", one)).status_code == 200
+    assert (await count_rows(owner_engine, api.tenant_id))["memories"] == 2
+
+
 async def test_past_the_concurrency_cap_a_request_queues_then_gets_429(
     settings: Settings, new_tenant: NewTenant, owner_engine: AsyncEngine, app_engine: AsyncEngine
 ) -> None:

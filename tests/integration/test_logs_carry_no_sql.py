@@ -77,6 +77,24 @@ def test_logs_nothing_it_should_not(request):
     print('{"event": "request", "route": "/v1/memories", "status": 201}', file=sys.stderr)
 """
 
+SERVED_TEST = """
+import json
+import os
+import sys
+
+from tests.support.served import logged_process
+
+# A stand-in for `engram serve`, through served.py's own plumbing: log files read when it stops.
+CONTENT = json.dumps({"event": "request", "note": "I keep my bike in the shed"})
+SQL = json.dumps({"event": "unhandled_error", "exception": "[SQL: SELECT 1]"})
+SERVER = f"import sys; print({CONTENT!r}, file=sys.stderr); print({SQL!r})"
+
+def test_a_served_process_logs_stored_content(request, tmp_path):
+    request.config.pluginmanager.get_plugin("engram-logsink").contents.add("I keep my bike in the shed")
+    with logged_process([sys.executable, "-c", SERVER], dict(os.environ), tmp_path) as process:
+        assert process.wait(timeout=60) == 0
+"""
+
 
 INNER = (
     "-p",
@@ -105,3 +123,20 @@ def test_the_log_checker_passes_a_clean_run(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_inprocess(*INNER)
     result.assert_outcomes(passed=1)
     assert result.ret == pytest.ExitCode.OK
+
+
+@pytest.mark.leaks_on_purpose
+def test_the_log_checker_fails_a_run_whose_served_process_logs_sql_or_content(
+    pytester: pytest.Pytester,
+) -> None:
+    """`engram serve` runs in a subprocess (tests/support/served.py): its log files are checked too."""
+    pytester.makepyfile(test_served=SERVED_TEST)
+    result = pytester.runpytest_inprocess(*INNER)
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    output = result.stdout.str()
+    assert "test_a_served_process_logs_stored_content [served stdout] SQL" in output
+    assert (
+        "test_a_served_process_logs_stored_content [served stderr] content 'I keep my bike in the shed'"
+        in output
+    )

@@ -1,6 +1,7 @@
 """Every secret of the redaction corpus, written through every path that takes text, appears nowhere:
 not in any text column of any table (found through information_schema), not in the logs (structlog and
-stdlib), not in any response (traces and errors included), not in the JSON or Markdown export.
+stdlib), not in any response (traces and errors included), not in the JSON or Markdown export. And the
+corpus's harmless look-alikes (ids, hashes, versions, credential words) go through the API untouched.
 
 A new write path is one entry in WRITE_PATHS: a function that sends each sentence through it.
 """
@@ -19,7 +20,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.conftest import Api
-from tests.support.redaction_corpus import SECRETS, render
+from tests.support.redaction_corpus import LOOKALIKES, SECRETS, render
 from tests.support.scan import scan_text_columns
 
 USER = "redaction-user"
@@ -177,3 +178,33 @@ async def test_no_secret_survives_any_write_path(
     assert leaks == [], sorted(set(leaks))[:20]
     if path not in STORES_NOTHING:
         assert scan.rows["memories"] > 0
+
+
+async def lookalikes_via_remember(api: Api, items: list[dict[str, str]]) -> list[dict[str, Any]]:
+    return [ok(await api.post("/v1/memories", item)).json() for item in items]
+
+
+async def lookalikes_via_batch(api: Api, items: list[dict[str, str]]) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = ok(await api.post("/v1/memories/batch", {"items": items})).json()[
+        "results"
+    ]
+    return results
+
+
+@pytest.mark.parametrize("path", ["remember", "batch"])
+async def test_harmless_look_alikes_are_stored_unchanged_and_not_flagged(api: Api, path: str) -> None:
+    """The unit tests check the look-alikes through `redact`; this checks what the API stores and says.
+    One user per look-alike, so no two of them meet in a slot (a supersession or a deduplication)."""
+    items = [
+        {"user_id": f"lookalike-{name}", "content": text, "summary": text}
+        for name, text in LOOKALIKES.items()
+    ]
+    send = lookalikes_via_remember if path == "remember" else lookalikes_via_batch
+    results = await send(api, items)
+    changed = []
+    for (name, text), result in zip(LOOKALIKES.items(), results, strict=True):
+        stored = await api.memory(result["memory"]["id"])  # read back from the database
+        seen = (result["redacted"], result["memory"]["content"], stored["content"], stored["summary"])
+        if seen != (False, text, text, text):
+            changed.append(f"{name}: {seen}")
+    assert changed == []

@@ -2,7 +2,9 @@
 memory content that the tests stored.
 
 What is read: every captured section of every phase of every test (stdout, stderr, where structlog
-writes its JSON lines, and the stdlib log records pytest collects: litestar, sqlalchemy, asyncpg, ...).
+writes its JSON lines, and the stdlib log records pytest collects: litestar, sqlalchemy, asyncpg, ...),
+and the log files of the `engram serve` subprocesses the tests start (`tests/support/served.py` hands
+each one to `read_log_files` when its process has stopped), under the test that started it.
 What is looked for: SQLAlchemy's `[SQL: ...]` and `[parameters: ...]` blocks, asyncpg's "query argument
 $n" messages, SQL statements, and every memory and message content the session's database saw written
 (`LogSink.contents`, fed by a trigger that `tests/conftest.py` puts on the test database).
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -35,6 +38,17 @@ class LogSink:
 
     sections: list[tuple[str, str, str]] = field(default_factory=list)  # (test id, section, text)
     contents: set[str] = field(default_factory=set)
+    current: pytest.Item | None = None  # the test running now (a subprocess's logs are read under it)
+
+    def read_files(self, paths: list[Path]) -> None:
+        """Check these files like a test's captured output, under the running test's id."""
+        item = self.current
+        if item is not None and DEMO_MARKER in item.keywords:
+            return
+        nodeid = item.nodeid if item is not None else "(session)"
+        for path in paths:
+            if path.is_file() and (text := path.read_text(errors="replace")):
+                self.sections.append((nodeid, f"served {path.name}", text))
 
     def violations(self, limit: int = 20) -> list[str]:
         found = [
@@ -50,6 +64,13 @@ class LogSink:
                 if (at := text.find(content)) >= 0:
                     found.append(f"{nodeid} [{name}] content {content[:60]!r}: {_around(text, at)}")
         return found[:limit]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> None:
+        self.current = item  # returns None: the test runs as usual
+
+    def pytest_runtest_logfinish(self) -> None:
+        self.current = None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if DEMO_MARKER in report.keywords:
@@ -77,8 +98,24 @@ def _around(text: str, at: int) -> str:
 
 
 LOG_SINK = "engram-logsink"  # the plugin's name: `config.pluginmanager.get_plugin(LOG_SINK)`
+# The sinks of the runs in progress, innermost last (a test may run pytest in-process: pytester).
+_ACTIVE: list[LogSink] = []
+
+
+def read_log_files(*paths: Path) -> None:
+    """Have the running session's checker read these log files (a subprocess's, once it has stopped)."""
+    if _ACTIVE:
+        _ACTIVE[-1].read_files(list(paths))
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{DEMO_MARKER}: output that the log checker does not read")
-    config.pluginmanager.register(LogSink(), LOG_SINK)
+    sink = LogSink()
+    config.pluginmanager.register(sink, LOG_SINK)
+    _ACTIVE.append(sink)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    sink = config.pluginmanager.get_plugin(LOG_SINK)
+    if sink in _ACTIVE:
+        _ACTIVE.remove(sink)

@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 
 from tests.support.database import TestDatabase
+from tests.support.logsink import read_log_files
 
 
 def free_port() -> int:
@@ -38,8 +39,20 @@ def serve_env(database: TestDatabase, tmp_path: Path, **extra: str) -> dict[str,
 @contextmanager
 def serving(args: list[str], env: dict[str, str], tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     """The server's stdout and stderr go to tmp_path/stdout and tmp_path/stderr; SIGTERM on exit."""
-    out, err = (tmp_path / "stdout").open("wb"), (tmp_path / "stderr").open("wb")
-    process = subprocess.Popen([sys.executable, "-m", "app", "serve", *args], env=env, stdout=out, stderr=err)
+    with logged_process([sys.executable, "-m", "app", "serve", *args], env, tmp_path) as process:
+        yield process
+
+
+@contextmanager
+def logged_process(
+    command: list[str], env: dict[str, str], tmp_path: Path
+) -> Iterator[subprocess.Popen[bytes]]:
+    """`command` with its stdout and stderr in tmp_path/stdout and tmp_path/stderr; SIGTERM on exit.
+    Once it has stopped, both files go to the suite's log checker (tests/support/logsink.py), which
+    fails the run if a line carries SQL or stored content, as it does for the tests' own output."""
+    paths = tmp_path / "stdout", tmp_path / "stderr"
+    out, err = paths[0].open("wb"), paths[1].open("wb")
+    process = subprocess.Popen(command, env=env, stdout=out, stderr=err)
     try:
         yield process
     finally:
@@ -48,6 +61,7 @@ def serving(args: list[str], env: dict[str, str], tmp_path: Path) -> Iterator[su
             process.wait(timeout=60)
         out.close()
         err.close()
+        read_log_files(*paths)
 
 
 def wait_ready(port: int, process: subprocess.Popen[bytes], seconds: float = 120) -> None:
