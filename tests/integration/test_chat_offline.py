@@ -100,7 +100,8 @@ async def test_extract_offline_turns_messages_into_actions(api: Api) -> None:
 
 
 async def test_chat_and_extract_are_tenant_scoped(api: Api, other_api: Api) -> None:
-    await chat(api, "I prefer tea over coffee", "s1")
+    # A text no other test sends: a query embedding cached by an earlier test records no embed call.
+    await chat(api, "I prefer oolong tea over coffee", "s1")
     other = await other_api.post("/v1/chat", {"user_id": "u", "message": "What do I prefer to drink?"})
     assert other.status_code == 200
     assert "tea" not in other.json()["answer"]
