@@ -25,7 +25,7 @@ from app.api.memories import MemoryController, RecallController
 from app.api.middleware import access_log_middleware, unrouted_access_log
 from app.api.operations import OperationsPlugin
 from app.api.portability import PortabilityController, PrivacyController, import_router
-from app.api.request import StrictJSONRequest
+from app.api.request import StrictJSONRequest, one_value_per_query_parameter
 from app.api.spaces import SpaceController
 from app.api.timeline import TimelineController
 from app.api.usage_series import UsageSeriesController
@@ -155,6 +155,7 @@ def create_app(
         state=State({"services": services, "engine": engine, "deliverer": deliverer}),
         request_max_body_size=settings.max_body_bytes,
         request_class=StrictJSONRequest,
+        before_request=one_value_per_query_parameter,
         debug=False,
         logging_config=None,  # the standard library's logging goes through structlog (app/lib/logging.py)
     )

@@ -39,6 +39,17 @@ def refused_body(request: Request[Any, Any, Any]) -> ValidationFailed | None:
     return error if isinstance(error, ValidationFailed) else None
 
 
+def one_value_per_query_parameter(request: Request[Any, Any, Any]) -> None:
+    """Refuse a query string that gives a parameter twice (`?user_id=a&user_id=b`): no operation takes a
+    list in its query, so which value counts would be a guess (the framework keeps one silently). Runs
+    before the handler and its dependencies read anything, so nothing is written."""
+    params = request.query_params
+    for name in params:
+        if len(params.getall(name)) > 1:
+            shown = name if len(name) <= 64 else name[:64] + "..."
+            raise ValidationFailed(f"query parameter {shown!r} is given more than once")
+
+
 class StrictJSONRequest(Request[Any, Any, State]):
     async def json(self) -> Any:
         """The body decoded as the handler's `data` type (any JSON, still depth-checked, without one)."""

@@ -157,3 +157,24 @@ async def test_patch_tags_have_the_same_cap(api: Api, seeded: dict[str, Any]) ->
     assert_error(response, 422, "validation_error")
     ok = await api.patch(f"/v1/memories/{seeded['id']}", {"tags": [f"t{i}" for i in range(50)]})
     assert ok.status_code == 200, ok.text
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "query"),
+    [
+        ("GET", "/v1/memories", f"user_id={USER}&user_id=someone-else"),
+        ("GET", "/v1/stats", f"user_id={USER}&user_id=someone-else"),
+        ("GET", "/v1/export", f"user_id={USER}&user_id={USER}"),
+        ("POST", "/v1/memories", "x=1&x=2"),
+    ],
+)
+async def test_a_query_parameter_given_twice_is_a_422_naming_it_and_writes_nothing(
+    api: Api, seeded: dict[str, Any], method: str, path: str, query: str
+) -> None:
+    before = await store(api)
+    body = {"user_id": USER, "content": "I keep a spare key under the mat"} if method == "POST" else None
+    response = await api.client.request(method, f"{path}?{query}", json=body, headers=api.headers)
+    assert_error(response, 422, "validation_error")
+    assert "given more than once" in response.json()["detail"]
+    assert repr(query.split("=")[0]) in response.json()["detail"]
+    assert await store(api) == before
