@@ -9,7 +9,8 @@ Pure functions over one recall's candidates, since two of the three need the who
 - `rrf`: reciprocal-rank fusion, each half's share `(k + 1) / (k + rank)` (1 for a half's first row, 0
   for a row the half did not find), so only the order within each half counts.
 
-A long memory is ranked by its best passage (`best_unit`): its cosine and BM25 are that passage's.
+A long memory is ranked by its whole vector and its best passage's BM25; `best_unit` chooses the passage its
+line may show.
 
 `scoring.score` weighs the two components (`RankingPolicy.relevance_weights`) with Engram's others
 (recency, salience, importance, ...). docs/RANKING.md has the measurements behind the default.
@@ -84,7 +85,7 @@ def fuse(
 def best_unit(
     units: Sequence[tuple[float | None, float]], best_bm25: float, weights: tuple[float, float]
 ) -> int:
-    """Which of a long memory's passages (their cosine and BM25) it is ranked by: the highest weighted
+    """Which of a long memory's passages (their cosine and BM25) its line may show: the highest weighted
     sum of the cosine and the BM25 over the query's best (`best_bm25`), as the normalised fusion weighs
     a candidate; the first of equals. `units` must not be empty."""
     w_semantic, w_keyword = weights

@@ -16,18 +16,13 @@ from app.db.spare import sees_same_rows
 from app.language.tense import asks_about_past
 from app.lib.errors import ValidationFailed
 from app.lib.metrics import observe_recall
-from app.lib.ranking import RankingPolicy
-from app.lib.tokens import TokenCounter
 from app.lib.validation import check_time
-from app.memory.fusion import best_unit, fuse
-from app.memory.lines import day_header, line_body, line_prefix, superseded_mark
+from app.memory.candidate_set import Candidates
 from app.memory.models import PassageShown, RecalledMemory, RecallInput, RecallResult, SkippedMemory
-from app.memory.packing import Excerpt, Packed, PackItem, pack
-from app.memory.passages import Span, excerpt
-from app.memory.scoring import score
+from app.memory.packing import Packed, PackItem, pack
 from app.store.bm25 import TextStats
-from app.store.candidates import CandidateQuery, CandidateRow, PassageRow, RecallStore, or_tsquery
-from app.vocabulary import MemoryStatus, MemoryType, Moment, Privacy, Reach, Scope
+from app.store.candidates import CandidateQuery, CandidateRow, RecallStore, or_tsquery
+from app.vocabulary import Moment, Reach, Scope
 
 MAX_BUDGET = 32768
 Latency = dict[str, float]
@@ -286,115 +281,6 @@ def _result(
         latency_ms=latency,
         moment=moment,
     )
-
-
-class Candidates:
-    """Recall's candidates, filtered and rendered as each half's rows arrive, and scored together once
-    both have (`items`): the normalised and rank fusions read every candidate's raw scores.
-
-    The first row seen of a memory is kept: the text half's rows are added first (they carry the
-    keyword rank; the cosine half's rows carry 0 when the text half was read apart).
-
-    A superseded memory's line says so ("(superseded 30 Nov 2026)"). For a question about the past
-    (`past`) superseded memories keep no slot: the slot's newer memory would veto them, and they are
-    what the question asks for.
-    """
-
-    def __init__(
-        self,
-        request: RecallInput,
-        policy: RankingPolicy,
-        counter: TokenCounter,
-        now: datetime,
-        *,
-        past: bool = False,
-    ):
-        self.request, self.policy, self.counter, self.now = request, policy, counter, now
-        self.past = past
-        self.wanted_types = set(request.types) if request.types else None
-        self.components: dict[uuid.UUID, dict[str, float]] = {}
-        self._rows: list[tuple[CandidateRow, str]] = []  # kept rows and their line prefixes
-        self._seen: set[uuid.UUID] = set()
-
-    @property
-    def count(self) -> int:
-        """Distinct candidates loaded, before the type and privacy filters."""
-        return len(self._seen)
-
-    def add(self, rows: Sequence[CandidateRow]) -> None:
-        for m in rows:
-            if m.id in self._seen:
-                continue
-            self._seen.add(m.id)
-            if self.wanted_types is not None and m.type not in self.wanted_types:
-                continue
-            if m.privacy == Privacy.SENSITIVE and not self.request.include_sensitive:
-                continue
-            prefix = line_prefix(m)
-            if m.status == MemoryStatus.SUPERSEDED:
-                prefix += superseded_mark(m.columns["valid_to"])
-            self._rows.append((m, prefix))
-
-    def items(self) -> list[PackItem[CandidateRow]]:
-        """Every candidate scored, in a fixed order (newest first, then content, then id), whichever half
-        arrived first, so equal scores pack the same way every time."""
-        request, policy = self.request, self.policy
-        rows = [m for m, _ in self._rows]
-        fused = fuse(
-            [m.cosine for m in rows],
-            [m.keyword_rank for m in rows],
-            policy.fusion,
-            saturation=policy.keyword_saturation,
-            rrf_k=policy.rrf_k,
-        )
-        best_bm25 = max((m.keyword_rank for m in rows), default=0.0)
-        weights = policy.relevance_weights()
-        items: list[PackItem[CandidateRow]] = []
-        for (m, prefix), relevance in zip(self._rows, fused, strict=True):
-            s = score(m, now=self.now, policy=policy, project_id=request.project_id, fused=relevance)
-            passage = _shown_passage(m, best_bm25, weights)
-            self.components[m.id] = s.components
-            bonus = policy.prefer_type_bonus if request.prefer_type == m.type else 0.0
-            items.append(
-                PackItem(
-                    ref=m,
-                    line=prefix + line_body(m.content),
-                    score=s.score + bonus,
-                    relevance=s.relevance,
-                    always=m.protected,
-                    standing=m.type == MemoryType.CONSTRAINT,
-                    header=day_header(m),
-                    slot=self._slot(m),
-                    content_hash=m.content_hash,
-                    valid_from=m.valid_from,
-                    tokens=None
-                    if m.content_tokens is None
-                    else self.counter.count(prefix) + m.content_tokens,
-                    excerpt=None if passage is None else self._excerpt(m, prefix, passage),
-                )
-            )
-        return sorted(items, key=lambda i: (i.valid_from, i.content_hash, i.ref.id.bytes), reverse=True)
-
-    def _excerpt(self, m: CandidateRow, prefix: str, passage: PassageRow) -> Excerpt:
-        span = Span(passage.start, passage.end)
-        tokens = self.counter.count(prefix) + passage.tokens
-        return Excerpt(
-            passage.ordinal, span.start, span.end, tokens, lambda: prefix + excerpt(m.content, span)
-        )
-
-    def _slot(self, m: CandidateRow) -> tuple[str, str] | None:
-        if m.subject is None or (self.past and m.status == MemoryStatus.SUPERSEDED):
-            return None
-        return (m.subject, m.type)
-
-
-def _shown_passage(m: CandidateRow, best_bm25: float, weights: tuple[float, float]) -> PassageRow | None:
-    """The passage a long memory is shown as: the best of its own by both halves (`fusion.best_unit`).
-    The memory itself is ranked by its whole vector, as a short one is, and by its best passage's BM25
-    (the statement's, over units); docs/RANKING.md ("Passages") has the variants measured."""
-    if not m.passages:
-        return None
-    return m.passages[best_unit([(p.cosine, p.keyword_rank) for p in m.passages], best_bm25, weights)]
 
 
 def _ms(since: float) -> float:
