@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from app.memory.fusion import clamp
+from app.memory.fusion import clamp, saturate
 from app.store.bm25 import TextStats, bm25, document_frequencies, idf
 
 Lexemes = Mapping[str, int]  # a text's lexemes and their term frequencies (its tsvector)
@@ -57,7 +57,7 @@ def query_keyword(bm25_score: float, saturation: float) -> float:
     what recall's floor has compared since BM25 (docs/RANKING.md). The coverage was measured in its
     place and beside it: alone it dropped evidence (a long question covers little of any one memory:
     BEAM's extracted facts 73.2 -> 67.1 % at 2048 tokens), beside it it changed nothing."""
-    return bm25_score / (bm25_score + saturation) if bm25_score > 0 else 0.0
+    return saturate(bm25_score, saturation)
 
 
 def ideal_bm25(lexemes: Iterable[str], dfs: Mapping[str, int], stats: TextStats) -> float:

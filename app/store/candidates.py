@@ -101,9 +101,7 @@ class CandidateRow:
     cosine: float | None
     keyword_rank: float
     columns: RowMapping  # every column the API shows
-    keyword_ideal: float = (
-        0.0  # the query's ideal BM25 (app.memory.similarity); 0 when the text did not match
-    )
+    keyword_ideal: float = 0.0  # the query's ideal BM25 (app.memory.similarity); 0: the text did not match
     passages: tuple[PassageRow, ...] = ()  # a long memory's passages, in order, with their raw scores
 
     @classmethod

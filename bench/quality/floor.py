@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
+from app.memory.similarity import query_keyword
+
 SATURATION = 2.0  # ENGRAM_KEYWORD_SATURATION's default, what `saturated` used
 
 
@@ -55,7 +57,7 @@ QUANTITIES = tuple(_quantities(1.0))
 
 
 def _saturated(bm25: float) -> float:
-    return bm25 / (bm25 + SATURATION) if bm25 > 0 else 0.0
+    return query_keyword(bm25, SATURATION)
 
 
 def relevance_signals(candidates: Sequence[Candidate], evidence: Iterable[str]) -> dict[str, Any]:
