@@ -63,6 +63,12 @@ class PassageIndex:
     def plan(self, content: str) -> Planned:
         return plan(content, self.ctx.policy.passage_tokens, self.ctx.counter)
 
+    async def embed(self, content: str) -> tuple[list[float], Planned, list[list[float]]]:
+        """One content's vector, its planned passages and theirs: one embedding call."""
+        planned = self.plan(content)
+        [vector, *passage_vectors] = await self.ctx.embedder.embed([content, *planned.texts])
+        return vector, planned, passage_vectors
+
     async def add(self, written: Sequence[tuple[Memory, Planned, Sequence[Sequence[float]]]]) -> None:
         """Store the passages of new memories (flushed), embedded with their content: one statement."""
         passages = [p for memory, planned, vectors in written for p in planned.passages(memory.id, vectors)]

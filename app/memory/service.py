@@ -117,8 +117,7 @@ class MemoryService:
         if "content" in changes:
             redacted = redact(changes.pop("content")).text
             if redacted != memory.content:
-                planned = passages.plan(redacted)
-                [vector, *passage_vectors] = await ctx.embedder.embed([redacted, *planned.texts])
+                vector, planned, passage_vectors = await passages.embed(redacted)
                 memory.content = redacted
                 memory.content_hash = content_hash(redacted)
                 memory.embedding, memory.embed_model = vector, ctx.embedder.name
