@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -23,7 +23,10 @@ __all__ = [
     "Embedder",
     "EmbedderWrapper",
     "EmbeddingError",
+    "SpanVectors",
+    "Spanned",
     "SupersedeThresholds",
+    "embed_apart",
     "l2_normalise",
     "numeric_tokens_differ",
 ]
@@ -67,6 +70,26 @@ class EmbeddingError(Exception):
         self.retryable = retryable
 
 
+@dataclass(frozen=True, slots=True)
+class Spanned:
+    """A text, and spans of it (characters [start, end), as `str` slices count) whose vectors are
+    wanted with its own: a long memory and its passages."""
+
+    text: str
+    spans: tuple[tuple[int, int], ...] = ()
+
+    def pieces(self) -> list[str]:
+        return [self.text[start:end] for start, end in self.spans]
+
+
+@dataclass(frozen=True, slots=True)
+class SpanVectors:
+    """A text's vector and one per span, in the spans' order."""
+
+    vector: list[float]
+    spans: list[list[float]]
+
+
 @runtime_checkable
 class Embedder(Protocol):
     """What the memory layer needs from an embedding backend."""
@@ -95,6 +118,13 @@ class Embedder(Protocol):
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed a batch in one logical call; vectors are L2-normalised; ``[]`` for empty input."""
+        ...
+
+    async def embed_spans(self, items: Sequence[Spanned]) -> list[SpanVectors]:
+        """Each text's vector (the one `embed` gives it) and its spans' vectors, in one logical call.
+
+        A model that reads tokens in context pools each span's tokens from the text's own pass (the
+        local model); others embed each span's text apart (`embed_apart`)."""
         ...
 
     async def aclose(self) -> None:
@@ -128,8 +158,26 @@ class EmbedderWrapper:
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return await self.inner.embed(texts)
 
+    async def embed_spans(self, items: Sequence[Spanned]) -> list[SpanVectors]:
+        return await self.inner.embed_spans(items)
+
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+async def embed_apart(
+    embed: Callable[[Sequence[str]], Awaitable[list[list[float]]]], items: Sequence[Spanned]
+) -> list[SpanVectors]:
+    """`embed_spans` for a model that sees texts only whole: one `embed` call of every text, then
+    every span's text."""
+    pieces = [piece for item in items for piece in item.pieces()]
+    vectors = await embed([item.text for item in items] + pieces) if items else []
+    out: list[SpanVectors] = []
+    at = len(items)
+    for item, vector in zip(items, vectors, strict=False):
+        out.append(SpanVectors(vector, vectors[at : at + len(item.spans)]))
+        at += len(item.spans)
+    return out
 
 
 def l2_normalise(vector: Sequence[float]) -> list[float]:

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
 
-from app.embeddings.base import EmbeddingError, SupersedeThresholds
+from app.embeddings.base import EmbeddingError, Spanned, SpanVectors, SupersedeThresholds
 from app.embeddings.batcher import BatchStats, MicroBatcher
 from app.embeddings.onnx_export import prepare_onnx
 from app.embeddings.torch_encoder import TorchEncoder, load_sentence_transformer, set_torch_threads
@@ -90,6 +90,10 @@ class Encoder(Protocol):
         """The vectors of `texts`, in order."""
         ...
 
+    def encode_spans(self, items: list[Spanned]) -> list[SpanVectors]:
+        """Each text's vector and its spans' vectors, pooled from the text's own token vectors."""
+        ...
+
 
 def load_encoder(
     path: Path, *, runtime: LocalRuntime, cache_dir: Path, threads: int, batch_size: int = 64
@@ -100,7 +104,12 @@ def load_encoder(
             return prepare_onnx(path, cache_dir, name=MODEL_NAME, threads=threads, batch_size=batch_size)
         except Exception as exc:  # noqa: BLE001 - any failure of the faster runtime means torch, logged
             log.warning("local_onnx_unavailable", fallback="torch", reason=f"{type(exc).__name__}: {exc}")
-    return TorchEncoder(load_sentence_transformer(path), threads=threads, batch_size=batch_size)
+    return TorchEncoder(
+        load_sentence_transformer(path),
+        threads=threads,
+        batch_size=batch_size,
+        tokenizer_file=path / "tokenizer.json",
+    )
 
 
 class LocalEmbedder:
@@ -238,6 +247,19 @@ class LocalEmbedder:
             return []
         self._live()
         return await self._batcher.run(list(texts))
+
+    async def embed_spans(self, items: Sequence[Spanned]) -> list[SpanVectors]:
+        """Each text's vector and its spans', pooled from the same forward pass (`app.embeddings.spans`):
+        a long memory's passages cost no second pass. On the encoding thread, after any encode queued
+        before it."""
+        if not items:
+            return []
+        encoder = self._live()
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._executor, encoder.encode_spans, list(items))
+        except Exception as exc:  # runtime/tokenizer errors share no narrower base
+            raise EmbeddingError(f"local embedding failed: {type(exc).__name__}: {exc}") from exc
 
     async def aclose(self) -> None:
         """Drop the model so its memory can be reclaimed, and let the encoding thread end (idempotent)."""

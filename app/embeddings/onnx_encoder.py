@@ -2,7 +2,9 @@
 
 The graph (made by `app.embeddings.onnx_export`) takes the tokenizer's ids, attention mask and token
 types and returns the sentence embedding: the transformer, mean pooling over the attended tokens and
-L2 normalisation, as sentence-transformers' pipeline for this model does. Texts are tokenised as that
+L2 normalisation, as sentence-transformers' pipeline for this model does; and every token's vector (the
+transformer's last hidden state), from which `encode_spans` pools a long text's passages
+(`app.embeddings.spans`). Texts are tokenised as that
 pipeline tokenises them: the model's ``tokenizer.json``, truncated to its ``max_seq_length`` (256 for
 all-MiniLM-L6-v2), padded to the longest text of each model call.
 
@@ -25,6 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from app.embeddings.base import Spanned, SpanVectors
+from app.embeddings.spans import Pooled, pool_spans, with_apart
+
 if TYPE_CHECKING:
     import onnxruntime
 
@@ -32,6 +37,7 @@ __all__ = ["MAX_BATCH_TOKENS", "OnnxEncoder", "calls", "session_options"]
 
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 OUTPUT = "embedding"
+TOKENS = "tokens"
 # Padded tokens one model call may compute (rows x the longest row): flat from 256 to 512 on the
 # development machine, 7% slower at 1024, 20% at 2048 (CPU time per fact, one intra-op thread).
 MAX_BATCH_TOKENS = 256
@@ -90,6 +96,9 @@ class OnnxEncoder:
         names = {node.name for node in self._session.get_inputs()}
         if names != set(INPUTS):
             raise ValueError(f"the exported graph takes {sorted(names)}, expected {sorted(INPUTS)}")
+        outputs = {node.name for node in self._session.get_outputs()}
+        if outputs != {OUTPUT, TOKENS}:
+            raise ValueError(f"the exported graph returns {sorted(outputs)}, expected {[OUTPUT, TOKENS]}")
         self.threads = threads
         self.batch_size = batch_size
         self.max_batch_tokens = MAX_BATCH_TOKENS
@@ -101,13 +110,38 @@ class OnnxEncoder:
         lengths = [len(e.ids) for e in encodings]
         vectors: list[list[float]] = [[] for _ in texts]
         for chunk in calls(lengths, self.max_batch_tokens, self.batch_size):
-            rows: list[list[float]] = self._run([encodings[i] for i in chunk]).tolist()
+            (embedding,) = self._run([encodings[i] for i in chunk], [OUTPUT])
+            rows: list[list[float]] = embedding.tolist()
             for index, row in zip(chunk, rows, strict=True):
                 vectors[index] = row
         return vectors
 
-    def _run(self, encodings: list[Any]) -> np.ndarray[Any, np.dtype[np.float32]]:
-        """One model call over tokenised texts, padded to the longest of them."""
+    def encode_spans(self, items: list[Spanned]) -> list[SpanVectors]:
+        """Each text's vector (as `encode` gives it) and its spans' vectors, pooled from the same model
+        call's token vectors; spans past the model's sequence length are encoded on their own."""
+        encodings = self._tokenizer.encode_batch([item.text for item in items])
+        lengths = [len(e.ids) for e in encodings]
+        pooled: list[Pooled] = [([], []) for _ in items]
+        for chunk in calls(lengths, self.max_batch_tokens, self.batch_size):
+            embedding, hidden = self._run([encodings[i] for i in chunk], [OUTPUT, TOKENS])
+            for row, index in enumerate(chunk):
+                e, spans = encodings[index], items[index].spans
+                vectors = (
+                    pool_spans(
+                        hidden[row, : len(e.ids)],
+                        e.offsets,
+                        e.special_tokens_mask,
+                        spans,
+                        complete=not e.overflowing,
+                    )
+                    if spans
+                    else []
+                )
+                pooled[index] = (embedding[row].tolist(), vectors)
+        return with_apart(items, pooled, self.encode)
+
+    def _run(self, encodings: list[Any], outputs: list[str]) -> list[np.ndarray[Any, np.dtype[np.float32]]]:
+        """One model call over tokenised texts, padded to the longest of them; the `outputs` named."""
         width = max(len(e.ids) for e in encodings)
         ids = np.full((len(encodings), width), self._pad_id, dtype=np.int64)
         mask = np.zeros((len(encodings), width), dtype=np.int64)
@@ -118,8 +152,7 @@ class OnnxEncoder:
             mask[row, :n] = e.attention_mask
             types[row, :n] = e.type_ids
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-        (embedding,) = self._session.run([OUTPUT], feeds)
-        result: np.ndarray[Any, np.dtype[np.float32]] = embedding
+        result: list[np.ndarray[Any, np.dtype[np.float32]]] = self._session.run(outputs, feeds)
         return result
 
 

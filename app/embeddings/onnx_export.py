@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from app.embeddings.onnx_encoder import INPUTS, OUTPUT, OnnxEncoder
+from app.embeddings.onnx_encoder import INPUTS, OUTPUT, TOKENS, OnnxEncoder
 from app.embeddings.torch_encoder import load_sentence_transformer, offline_hub
 from app.lib.logging import get_logger
 
@@ -47,7 +47,7 @@ log = get_logger("engram.embeddings")
 # The accuracy bound of the faster runtime (issue 26): every cosine with torch's vector >= 1 - 1e-3.
 MIN_COSINE = 1.0 - 1e-3
 # Bump when the exported graph changes (inputs, pooling, opset): old cache files are then ignored.
-EXPORT_FORMAT = 1
+EXPORT_FORMAT = 2  # 2: the token vectors too (passages are pooled from them)
 OPSET = 17
 CHILD = "app.embeddings.onnx_child"  # the export's entry point (a module the package never imports)
 EXPORT_TIMEOUT_S = 900  # a first start on a loaded 2-core box took 25 s
@@ -241,7 +241,8 @@ def export_graph(model_dir: Path, target: Path) -> None:
     )
 
     class Pooled(torch.nn.Module):
-        """The transformer, the mean over attended tokens (sentence-transformers' Pooling), L2 norm."""
+        """The transformer, the mean over attended tokens (sentence-transformers' Pooling), L2 norm; and
+        the token vectors themselves."""
 
         def __init__(self, inner: torch.nn.Module) -> None:
             super().__init__()
@@ -253,7 +254,7 @@ def export_graph(model_dir: Path, target: Path) -> None:
             ).last_hidden_state
             mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
             pooled = (hidden * mask).sum(1) / torch.clamp(mask.sum(1), min=1e-9)
-            return torch.nn.functional.normalize(pooled, p=2, dim=1)
+            return torch.nn.functional.normalize(pooled, p=2, dim=1), hidden
 
     # Sample inputs of two lengths, so the traced graph sees padding and a real mask.
     tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
@@ -273,8 +274,8 @@ def export_graph(model_dir: Path, target: Path) -> None:
             str(target),
             dynamo=False,
             input_names=list(INPUTS),
-            output_names=[OUTPUT],
-            dynamic_axes={**axes, OUTPUT: {0: "batch"}},
+            output_names=[OUTPUT, TOKENS],
+            dynamic_axes={**axes, OUTPUT: {0: "batch"}, TOKENS: {0: "batch", 1: "sequence"}},
             opset_version=OPSET,
             do_constant_folding=True,
         )

@@ -16,7 +16,14 @@ from collections.abc import Callable, Sequence
 
 import openai
 
-from app.embeddings.base import EmbeddingError, SupersedeThresholds, l2_normalise
+from app.embeddings.base import (
+    EmbeddingError,
+    Spanned,
+    SpanVectors,
+    SupersedeThresholds,
+    embed_apart,
+    l2_normalise,
+)
 
 __all__ = ["DEFAULT_OPENAI_THRESHOLDS", "OpenAICompatEmbedder", "UsageCallback"]
 
@@ -121,6 +128,10 @@ class OpenAICompatEmbedder:
         for start in range(0, len(items), self._max_batch):
             vectors.extend(await self._embed_chunk(items[start : start + self._max_batch]))
         return vectors
+
+    async def embed_spans(self, items: Sequence[Spanned]) -> list[SpanVectors]:
+        """A provider sees texts whole: spans are embedded apart, in the same requests."""
+        return await embed_apart(self.embed, items)
 
     async def _embed_chunk(self, chunk: list[str]) -> list[list[float]]:
         started = time.perf_counter()

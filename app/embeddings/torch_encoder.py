@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from app.embeddings.base import Spanned, SpanVectors, l2_normalise
+from app.embeddings.spans import Pooled, pool_spans, with_apart
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -50,10 +53,19 @@ class TorchEncoder:
 
     runtime = "torch"
 
-    def __init__(self, model: SentenceTransformer, *, threads: int = 0, batch_size: int = 64) -> None:
+    def __init__(
+        self,
+        model: SentenceTransformer,
+        *,
+        threads: int = 0,
+        batch_size: int = 64,
+        tokenizer_file: Path | None = None,
+    ) -> None:
         self.model = model
         self.threads = threads
         self.batch_size = batch_size
+        self._tokenizer_file = tokenizer_file  # the model's tokenizer.json: `encode_spans` needs offsets
+        self._tokenizer: Any = None
 
     def encode(self, texts: list[str]) -> list[list[float]]:
         """Unit-norm vectors of `texts`, in order."""
@@ -67,3 +79,43 @@ class TorchEncoder:
         )
         vectors: list[list[float]] = array.tolist()
         return vectors
+
+    def encode_spans(self, items: list[Spanned]) -> list[SpanVectors]:
+        """Each text's vector and its spans', pooled from the transformer's token vectors of the text
+        (one text a call: this is the fallback runtime); spans past the sequence length on their own."""
+        import torch
+
+        set_torch_threads(self.threads)
+        tokenizer = self._offsets_tokenizer()
+        transformer: Any = self.model[0].auto_model
+        pooled: list[Pooled] = []
+        for item in items:
+            e = tokenizer.encode(item.text)
+            fields = {"input_ids": e.ids, "attention_mask": e.attention_mask, "token_type_ids": e.type_ids}
+            with torch.inference_mode():
+                out = transformer(**{name: torch.tensor([v]) for name, v in fields.items()})
+            hidden = out.last_hidden_state[0].float().numpy()
+            vector = l2_normalise(hidden.astype("float64").mean(axis=0).tolist())
+            spans = item.spans
+            pooled.append(
+                (
+                    vector,
+                    pool_spans(hidden, e.offsets, e.special_tokens_mask, spans, complete=not e.overflowing)
+                    if spans
+                    else [],
+                )
+            )
+        return with_apart(items, pooled, self.encode)
+
+    def _offsets_tokenizer(self) -> Any:
+        """The model's fast tokenizer, truncating as the pipeline does, with character offsets."""
+        if self._tokenizer is None:
+            if self._tokenizer_file is None:
+                raise ValueError("encode_spans needs the model's tokenizer.json")
+            from tokenizers import Tokenizer
+
+            tokenizer = Tokenizer.from_file(str(self._tokenizer_file))
+            tokenizer.enable_truncation(int(self.model.max_seq_length or 512))
+            tokenizer.no_padding()
+            self._tokenizer = tokenizer
+        return self._tokenizer

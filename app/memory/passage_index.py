@@ -1,7 +1,8 @@
 """Keeps every long memory's passages right, in the transaction that writes its content.
 
 The write path plans a memory's passages (`plan`, pure) before its one embedding call, so the passages
-are embedded with the content; `PassageIndex.add` stores them once the memories are flushed. Wherever
+are embedded with the content (`embed_planned`; the local model pools them from the content's own
+forward pass, app/embeddings/spans.py); `PassageIndex.add` stores them once the memories are flushed. Wherever
 else content or vectors change (an edit of the content, a dream merge, an import, a re-embed),
 `PassageIndex.rebuild` plans, embeds and replaces them. An edit of the subject alone remakes their
 tsvectors (`PassageIndex.retext`): the subject is part of every passage's words, as of its memory's.
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 
 from app.context import RequestContext
 from app.db.models import Memory
+from app.embeddings.base import Embedder, Spanned, SpanVectors
 from app.memory.passages import Span, Tokens, excerpt_tokens, split
 from app.store.passages import NewPassage, PassageStore
 
@@ -24,9 +26,14 @@ from app.store.passages import NewPassage, PassageStore
 class Planned:
     """A content's passages before they are embedded (none: the content is not long)."""
 
+    content: str
     spans: list[Span]
     tokens: list[int]
-    texts: list[str]  # what is embedded: each passage's slice of the content
+
+    @property
+    def spanned(self) -> Spanned:
+        """What the embedder is given: the content and its passages' character spans."""
+        return Spanned(self.content, tuple((span.start, span.end) for span in self.spans))
 
     def passages(self, memory_id: uuid.UUID, vectors: Sequence[Sequence[float]]) -> list[NewPassage]:
         return [
@@ -38,19 +45,16 @@ class Planned:
 def plan(content: str, max_tokens: int, tokens: Tokens) -> Planned:
     """The passages `content` gets under a passage size of `max_tokens` (0: none)."""
     spans = split(content, max_tokens, tokens) if max_tokens > 0 else []
-    return Planned(
-        spans, excerpt_tokens(content, spans, tokens.count), [content[s.start : s.end] for s in spans]
-    )
+    return Planned(content, spans, excerpt_tokens(content, spans, tokens.count))
 
 
-def slices(plans: Sequence[Planned], vectors: Sequence[Sequence[float]]) -> list[Sequence[Sequence[float]]]:
-    """`vectors` (every plan's texts, in order) cut into one sequence per plan."""
-    out: list[Sequence[Sequence[float]]] = []
-    at = 0
-    for planned in plans:
-        out.append(vectors[at : at + len(planned.texts)])
-        at += len(planned.texts)
-    return out
+async def embed_planned(embedder: Embedder, plans: Sequence[Planned]) -> list[SpanVectors]:
+    """The contents' vectors and their passages': one call. Without a passage among them it is a plain
+    `embed` (which a query cache and concurrent queries' batches share); with one, `embed_spans`, where
+    the local model pools the passages from the content's own pass."""
+    if any(planned.spans for planned in plans):
+        return await embedder.embed_spans([planned.spanned for planned in plans])
+    return [SpanVectors(vector, []) for vector in await embedder.embed([p.content for p in plans])]
 
 
 class PassageIndex:
@@ -66,8 +70,8 @@ class PassageIndex:
     async def embed(self, content: str) -> tuple[list[float], Planned, list[list[float]]]:
         """One content's vector, its planned passages and theirs: one embedding call."""
         planned = self.plan(content)
-        [vector, *passage_vectors] = await self.ctx.embedder.embed([content, *planned.texts])
-        return vector, planned, passage_vectors
+        [embedded] = await embed_planned(self.ctx.embedder, [planned])
+        return embedded.vector, planned, embedded.spans
 
     async def add(self, written: Sequence[tuple[Memory, Planned, Sequence[Sequence[float]]]]) -> None:
         """Store the passages of new memories (flushed), embedded with their content: one statement."""
@@ -79,13 +83,12 @@ class PassageIndex:
         """Plan, embed (one call) and replace the passages of memories whose content or vectors were
         just written (flushed; `new`: inserted by this transaction, so they have none yet); returns how
         many passages they now have."""
-        plans = [self.plan(m.content) for m in memories]
-        texts = [t for planned in plans for t in planned.texts]
-        vectors = await self.ctx.embedder.embed(texts) if texts else []
+        long = [(memory, planned) for memory in memories if (planned := self.plan(memory.content)).spans]
+        embedded = await embed_planned(self.ctx.embedder, [planned for _, planned in long]) if long else []
         passages = [
             p
-            for memory, planned, part in zip(memories, plans, slices(plans, vectors), strict=True)
-            for p in planned.passages(memory.id, part)
+            for (memory, planned), vectors in zip(long, embedded, strict=True)
+            for p in planned.passages(memory.id, vectors.spans)
         ]
         await self.store.replace([] if new else [m.id for m in memories], passages, self.ctx.embedder.name)
         return len(passages)

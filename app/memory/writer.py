@@ -21,7 +21,7 @@ from app.memory.inferred import infer_slots
 from app.memory.intake import Prepared, check, new_memory, prepare
 from app.memory.lookups import WriteLookups
 from app.memory.models import RememberInput, RememberResult
-from app.memory.passage_index import PassageIndex, slices
+from app.memory.passage_index import PassageIndex, embed_planned
 from app.memory.retire import retire
 from app.memory.supersession import Action, Decision, Existing, decide_semantic, decide_slot
 from app.store.access import Access
@@ -50,22 +50,18 @@ class MemoryWriter:
         prepared = [prepare(item, ctx.tenant, now, settings.temporary_ttl_seconds) for item in items]
         passages = PassageIndex(ctx)
         plans = [passages.plan(p.content) for p in prepared]
-        # One embedding call: the contents, then every long content's passages.
-        vectors = await ctx.embedder.embed(
-            [p.content for p in prepared] + [t for pl in plans for t in pl.texts]
-        )
+        # One embedding call: the contents, with every long content's passages.
+        embedded = await embed_planned(ctx.embedder, plans)
         # Take every lock up front, in a fixed order, so two writes can never deadlock.
         await ctx.store.writes.lock(sorted({p.lock_key for p in prepared}))
-        lookups = WriteLookups(ctx, prepared, vectors[: len(prepared)])
+        lookups = WriteLookups(ctx, prepared, [e.vector for e in embedded])
         results = [await self._write(lookups, i, now) for i in range(len(prepared))]
         await ctx.store.flush()
         await passages.add(
             [
-                (result.memory, planned, part)
-                for result, planned, part in zip(
-                    results, plans, slices(plans, vectors[len(prepared) :]), strict=True
-                )
-                if result.action != "deduplicated" and planned.texts
+                (result.memory, planned, e.spans)
+                for result, planned, e in zip(results, plans, embedded, strict=True)
+                if result.action != "deduplicated" and planned.spans
             ]
         )
         await self._record_accesses()

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from app.embeddings.base import Embedder, EmbedderWrapper
+from app.embeddings.base import Embedder, EmbedderWrapper, Spanned, SpanVectors
 from app.embeddings.hashing import HashEmbedder
 from app.embeddings.local import LocalEmbedder, local_embedder_available
 from app.lib.settings import Settings
@@ -25,6 +25,11 @@ WARM_BATCH = 256
 
 def _key(text: str) -> str:
     return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
+
+
+def _span_keys(item: Spanned) -> list[str]:
+    """The text's key, then one per span."""
+    return [_key(item.text), *(_key(f"span {start}:{end}\0{item.text}") for start, end in item.spans)]
 
 
 class CachedEmbedder(EmbedderWrapper):
@@ -54,6 +59,27 @@ class CachedEmbedder(EmbedderWrapper):
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         await self._fill(texts)
         return [self._vectors[_key(t)].tolist() for t in texts]
+
+    async def embed_spans(self, items: Sequence[Spanned]) -> list[SpanVectors]:
+        """Each text's vector (kept under the text, as `embed` keeps it) and its spans' (kept under the
+        text and the span: the local model pools a span from its text's pass, so the same words in
+        another text get another vector)."""
+        missing = [
+            item
+            for item in {(i.text, i.spans): i for i in items}.values()
+            if not all(k in self._vectors for k in _span_keys(item))
+        ]
+        if missing:
+            self.calls += 1
+            self.embedded += len(missing)
+            for item, got in zip(missing, await self.inner.embed_spans(missing), strict=True):
+                for key, vector in zip(_span_keys(item), [got.vector, *got.spans], strict=True):
+                    self._vectors[key] = np.asarray(vector, dtype=np.float32)
+        out: list[SpanVectors] = []
+        for item in items:
+            vector, *spans = (self._vectors[k].tolist() for k in _span_keys(item))
+            out.append(SpanVectors(vector, spans))
+        return out
 
     async def warm(self, texts: Iterable[str], desc: str) -> None:
         """Embed every text not seen yet, in batches, with a progress bar."""

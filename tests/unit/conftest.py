@@ -34,3 +34,13 @@ async def torch_embedder(torch_cache: Path) -> AsyncIterator[LocalEmbedder]:
     embedder = await LocalEmbedder.load(threads=1, runtime="torch", cache_dir=torch_cache)
     yield embedder
     await embedder.aclose()
+
+
+@pytest.fixture(params=["onnx", "torch"])
+def local_embedder(
+    request: pytest.FixtureRequest, onnx_embedder: LocalEmbedder, torch_embedder: LocalEmbedder
+) -> LocalEmbedder:
+    """Each runtime in turn: a test that takes this runs once on ONNX and once on torch."""
+    embedder = onnx_embedder if request.param == "onnx" else torch_embedder
+    assert embedder.runtime == request.param
+    return embedder

@@ -173,16 +173,7 @@ def test_hash_embedder_rejects_tiny_dim() -> None:
 # ---------------------------------------------------------------- local embedder
 # sentence-transformers, onnxruntime and the bundled weights are installed here and in CI, so
 # these tests must run, not skip: a missing install is a failure. Each runs on both runtimes
-# (tests/unit/conftest.py; their agreement: tests/unit/test_local_runtimes.py).
-
-
-@pytest.fixture(params=["onnx", "torch"])
-def local_embedder(
-    request: pytest.FixtureRequest, onnx_embedder: LocalEmbedder, torch_embedder: LocalEmbedder
-) -> LocalEmbedder:
-    embedder = onnx_embedder if request.param == "onnx" else torch_embedder
-    assert embedder.runtime == request.param
-    return embedder
+# (`local_embedder`, tests/unit/conftest.py; their agreement: tests/unit/test_local_runtimes.py).
 
 
 def test_local_embedder_is_available() -> None:
