@@ -4,6 +4,7 @@ right through remember, batch, edit, import, re-embed and erase, never visible t
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -13,6 +14,7 @@ import tiktoken
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.embeddings import HashEmbedder
 from app.lib.settings import Settings
 from tests.conftest import Api, running_client
 
@@ -207,6 +209,42 @@ async def test_a_batch_writes_the_passages_of_its_new_long_memories_once(
         uuid.UUID(results[3]["memory"]["id"]),
     }
     assert len(rows) == len({(r.memory_id, r.ordinal) for r in rows})
+
+
+async def test_each_passage_is_stored_with_its_own_vector_in_a_batch_of_mixed_lengths(
+    api: Api, app_engine: AsyncEngine
+) -> None:
+    # The hash embedder sees texts whole: each passage's vector is that of its own words, and the
+    # memories' vectors stay their whole contents' (the batch's one call gives each its slice).
+    contents = [FILLER[2], long_text(), FILLER[3], long_text(needle_at=3, needle="Bees like lavender.")]
+    response = await api.post(
+        "/v1/memories/batch", {"items": [{"user_id": USER, "content": c} for c in contents]}
+    )
+    assert response.status_code == 201, response.text
+    embedder = HashEmbedder(dim=384)
+    async with app_engine.connect() as conn, conn.begin():
+        await conn.execute(text("SELECT set_config('app.tenant_id', :t, true)"), {"t": str(api.tenant_id)})
+        memories = (
+            await conn.execute(
+                text("SELECT content, embedding::text AS v FROM memories WHERE tenant_id = CAST(:t AS uuid)"),
+                {"t": str(api.tenant_id)},
+            )
+        ).all()
+        stored = (
+            await conn.execute(
+                text(
+                    "SELECT substr(m.content, p.char_start + 1, p.char_end - p.char_start) AS piece,"
+                    " p.embedding::text AS v FROM memory_passages p JOIN memories m"
+                    " ON m.tenant_id = p.tenant_id AND m.id = p.memory_id"
+                    " WHERE p.tenant_id = CAST(:t AS uuid)"
+                ),
+                {"t": str(api.tenant_id)},
+            )
+        ).all()
+    assert len(memories) == 4
+    assert len(stored) >= 10
+    for content, vector in [*memories, *stored]:
+        assert json.loads(vector) == pytest.approx(embedder.embed_text(content), abs=1e-6)
 
 
 async def test_import_builds_the_passages_of_the_long_memories(
