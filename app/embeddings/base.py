@@ -174,7 +174,7 @@ async def embed_apart(
     vectors = await embed([item.text for item in items] + pieces) if items else []
     out: list[SpanVectors] = []
     at = len(items)
-    for item, vector in zip(items, vectors, strict=False):
+    for item, vector in zip(items, vectors[: len(items)], strict=True):
         out.append(SpanVectors(vector, vectors[at : at + len(item.spans)]))
         at += len(item.spans)
     return out

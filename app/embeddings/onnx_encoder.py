@@ -125,17 +125,13 @@ class OnnxEncoder:
         for chunk in calls(lengths, self.max_batch_tokens, self.batch_size):
             embedding, hidden = self._run([encodings[i] for i in chunk], [OUTPUT, TOKENS])
             for row, index in enumerate(chunk):
-                e, spans = encodings[index], items[index].spans
-                vectors = (
-                    pool_spans(
-                        hidden[row, : len(e.ids)],
-                        e.offsets,
-                        e.special_tokens_mask,
-                        spans,
-                        complete=not e.overflowing,
-                    )
-                    if spans
-                    else []
+                e = encodings[index]
+                vectors = pool_spans(
+                    hidden[row, : len(e.ids)],
+                    e.offsets,
+                    e.special_tokens_mask,
+                    items[index].spans,
+                    complete=not e.overflowing,
                 )
                 pooled[index] = (embedding[row].tolist(), vectors)
         return with_apart(items, pooled, self.encode)

@@ -96,15 +96,10 @@ class TorchEncoder:
                 out = transformer(**{name: torch.tensor([v]) for name, v in fields.items()})
             hidden = out.last_hidden_state[0].float().numpy()
             vector = l2_normalise(hidden.astype("float64").mean(axis=0).tolist())
-            spans = item.spans
-            pooled.append(
-                (
-                    vector,
-                    pool_spans(hidden, e.offsets, e.special_tokens_mask, spans, complete=not e.overflowing)
-                    if spans
-                    else [],
-                )
+            spans = pool_spans(
+                hidden, e.offsets, e.special_tokens_mask, item.spans, complete=not e.overflowing
             )
+            pooled.append((vector, spans))
         return with_apart(items, pooled, self.encode)
 
     def _offsets_tokenizer(self) -> Any:
