@@ -25,7 +25,6 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from app.agent.providers.base import ChatProvider, ChatTurn, Message, Tool
-from app.db.session import set_tenant
 from app.lib.errors import ConcurrencyLimited, RateLimited
 from app.lib.fairness import Turn, Turns
 from app.lib.settings import Settings
@@ -34,6 +33,7 @@ from app.store.limits import (
     Limits,
     StoredCounts,
     admit,
+    bind_and_claim,
     claim_slot,
     memories_stored,
     tokens_spent,
@@ -84,31 +84,50 @@ class Limiter:
                 admission.retry_after_s,
             )
         deadline = time.monotonic() + self.queue_s
-        slots = admission.limits.concurrent_requests
         holds_slot = principal.slot is not None and principal.slot > 0
+        bound = True  # the transaction authentication began is bound to the tenant
         if self.turns is not None:
-            waits = not self.turns.admits(tenant)
-            if waits:
-                await _hand_back(session)  # the slot goes with the transaction
-                holds_slot = False
+            if not self.turns.admits(tenant):
+                await _hand_back(session)  # the slot and the binding go with the transaction
+                holds_slot = bound = False
             turn = await self.turns.take(tenant, self.queue_s)
             if turn is None:
                 raise ConcurrencyLimited(f"no turn of this worker came within {self.queue_s:g} s; retry", 1.0)
             state[TURN_KEY] = turn
-            if waits:
-                await set_tenant(session, tenant)
-        if slots > 0 and not holds_slot:
-            pause = 0.005
-            while not await claim_slot(session, tenant, slots):
-                if time.monotonic() + pause > deadline:
-                    raise _busy(admission.limits)
-                await _hand_back(session)
-                async with _paused(state.get(TURN_KEY)):  # the tenant's own wait: not the worker's work
-                    await asyncio.sleep(pause * (0.5 + random.random()))  # noqa: S311 (jitter, not a secret)
-                pause = min(pause * 2, 0.1)
-                await set_tenant(session, tenant)
+        if not bound or (admission.limits.concurrent_requests > 0 and not holds_slot):
+            await self._claim(session, tenant, admission.limits, bound, deadline, state)
         state[ADMISSION_KEY] = admission
         return admission
+
+    async def _claim(
+        self,
+        session: AsyncSession,
+        tenant: TenantId,
+        limits: Limits,
+        bound: bool,
+        deadline: float,
+        state: MutableMapping[str, Any],
+    ) -> None:
+        """Bind the transaction to `tenant` unless it is (`bound`) and take one of its concurrency slots,
+        waiting without a connection while all are held. A new transaction is bound and claims in one
+        statement (`engram_claim_slot`), so a request that waited for its turn costs one round trip more,
+        not two."""
+        pause = 0.005
+        while True:
+            if bound:
+                taken = await claim_slot(session, tenant, limits.concurrent_requests)
+            else:
+                taken = await bind_and_claim(session, tenant, self.defaults.concurrent_requests) >= 0
+                bound = True
+            if taken:
+                return
+            if time.monotonic() + pause > deadline:
+                raise _busy(limits)
+            await _hand_back(session)
+            bound = False
+            async with _paused(state.get(TURN_KEY)):  # the tenant's own wait: not the worker's work
+                await asyncio.sleep(pause * (0.5 + random.random()))  # noqa: S311 (jitter, not a secret)
+            pause = min(pause * 2, 0.1)
 
 
 def _busy(limits: Limits) -> ConcurrencyLimited:

@@ -13,9 +13,10 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import TextualSelect
 from sqlalchemy.engine import RowMapping
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -24,7 +25,14 @@ from app.store.candidate_sql import CANDIDATE_RESULT, CANDIDATE_SELECT, Shape, r
 from app.store.moments import moment_params
 from app.store.records import MemoryRecord
 from app.store.scope import scope_params
-from app.store.sql import ACCESS_JOIN, MEMORY_COLUMNS, PROTECTED_SQL, use_hnsw_scan, vector_literal
+from app.store.sql import (
+    ACCESS_JOIN,
+    MEMORY_COLUMNS,
+    PROTECTED_SQL,
+    statement,
+    use_hnsw_scan,
+    vector_literal,
+)
 from app.tenancy.types import TenantId
 from app.vocabulary import PRESENT, MemoryStatus, MemoryType, Moment, Privacy, Scope, is_protected
 
@@ -183,7 +191,7 @@ class RecallStore:
 
     async def scope_size(self, scope: Scope, now: datetime, cap: int) -> tuple[int, float]:
         """(live rows in scope counted up to `cap`, the planner's estimate of the table's rows)."""
-        sql = text(
+        sql = statement(
             f"""SELECT (SELECT count(*) FROM (SELECT 1 FROM memories WHERE {recall_scope(scope)}
                                               LIMIT :cap) s) AS n,
                        (SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass) AS total"""
@@ -195,7 +203,7 @@ class RecallStore:
         """BM25's N and mean length over the units of the scope recall reads (exact: one pass over its
         rows and its users' passages): a memory without passages is one unit, a long memory each of its
         passages."""
-        sql = text(Shape(scope, moment).text_stats())
+        sql = statement(Shape(scope, moment).text_stats())
         row = (await self.session.execute(sql, {**scope_params(scope, now), **moment_params(moment)})).one()
         return TextStats(int(row.n), float(row.avgdl), int(row.long))
 
@@ -232,7 +240,7 @@ class RecallStore:
             sources = shape.single_pass_sources()
         else:
             sources = shape.exact_sources()
-        sql = text(
+        sql = _candidate_statement(
             f"""WITH {sources},
                 always AS (
                     SELECT id FROM memories WHERE {shape.rows} AND {PROTECTED_SQL} LIMIT :k
@@ -244,7 +252,7 @@ class RecallStore:
                 {CANDIDATE_SELECT}
                 FROM memories m JOIN ids r ON r.id = m.id {ACCESS_JOIN} {shape.passages_join()}
                 WHERE m.tenant_id = :tenant AND m.id = ANY (ARRAY(SELECT id FROM ids))"""
-        ).columns(*CANDIDATE_RESULT)
+        )
         # One round trip; plain rows (see CandidateRow). The rows are fetched by primary key from the
         # id array: joining the candidates' CTE to `memories` let the planner, misled by a fresh table's
         # estimates, scan the scope once per candidate (a 419-row scope: 35 ms instead of 9).
@@ -255,11 +263,18 @@ class RecallStore:
         """The text half of `candidates` on its own: the top-k full-text matches, loaded as candidates."""
         query = await self._counted(query)
         shape = query.shape
-        sql = text(
+        sql = _candidate_statement(
             f"""WITH {shape.scope_matches()}
                 {CANDIDATE_SELECT}
                 FROM kw r JOIN memories m ON m.tenant_id = :tenant AND m.id = r.id {ACCESS_JOIN}
                 {shape.passages_join()}"""
-        ).columns(*CANDIDATE_RESULT)
+        )
         rows = (await self.session.execute(sql, query.params())).mappings().all()
         return [CandidateRow.of(row) for row in rows]
+
+
+@lru_cache(maxsize=256)
+def _candidate_statement(sql: str) -> TextualSelect:
+    """A candidate statement's text with its result columns, built once per distinct text (as
+    `statement`)."""
+    return statement(sql).columns(*CANDIDATE_RESULT)

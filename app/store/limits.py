@@ -32,6 +32,9 @@ _CLAIM = text(
     "SELECT s FROM generate_series(1, CAST(:n AS integer)) AS s"
     " WHERE pg_try_advisory_xact_lock(hashtext(CAST(:tenant AS text)), s) LIMIT 1"
 )
+# A new transaction bound to the tenant and one of its slots taken, in one statement (migration 0009):
+# 0 no cap, n one of n taken, -n all n held.
+_BIND_AND_CLAIM = text("SELECT engram_claim_slot(CAST(:tenant AS uuid), :default) AS slot")
 _STORED = text("SELECT count(*) FROM memories WHERE tenant_id = :tenant")
 _TOKENS = text(
     "SELECT COALESCE(sum(total_tokens), 0) AS spent, min(created_at) AS oldest FROM usage_events"
@@ -103,6 +106,16 @@ async def admit(conn: AsyncConnection, tenant: TenantId, defaults: Limits) -> Ad
 async def claim_slot(session: AsyncSession, tenant: TenantId, slots: int) -> bool:
     """Hold one of the tenant's `slots` concurrency slots until this transaction ends."""
     return (await session.execute(_CLAIM, {"n": slots, "tenant": str(tenant)})).first() is not None
+
+
+async def bind_and_claim(session: AsyncSession, tenant: TenantId, default_slots: int) -> int:
+    """Bind this transaction to `tenant` and take one of its concurrency slots (its own limit, else
+    `default_slots`): 0 no cap, n one of n taken, -n all n held (none taken)."""
+    return int(
+        (
+            await session.execute(_BIND_AND_CLAIM, {"tenant": str(tenant), "default": default_slots})
+        ).scalar_one()
+    )
 
 
 async def memories_stored(session: AsyncSession, tenant: TenantId) -> int:

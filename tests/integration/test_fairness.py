@@ -88,6 +88,8 @@ async def test_a_request_waiting_for_its_tenants_concurrency_slot_does_not_hold_
     app = create_app(settings.model_copy(update={"worker_slots": 1, "limit_queue_s": 3.0}))
     with serve_in_thread(app) as url:
         async with _client(url, key_a) as a, _client(url, key_b) as b, app_engine.connect() as holder:
+            stored = await a.post("/v1/memories", json={"user_id": USER, "content": "I keep bees on the roof."})
+            assert stored.status_code == 201, stored.text
             # Another process's request holds tenant a's one concurrency slot.
             await holder.begin()
             await holder.execute(text("SELECT pg_advisory_xact_lock(hashtext(:t), 1)"), {"t": str(tenant_a)})
@@ -98,6 +100,8 @@ async def test_a_request_waiting_for_its_tenants_concurrency_slot_does_not_hold_
             await holder.rollback()  # the slot frees: a's request goes on
             served = await waiting
     assert served.status_code == 200, served.text
+    # The transaction it waited in was given back; the one it read in was bound to tenant a again.
+    assert [m["content"] for m in served.json()["items"]] == ["I keep bees on the roof."]
 
 
 async def test_an_open_event_stream_holds_no_turn_of_the_worker(
