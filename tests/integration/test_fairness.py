@@ -88,7 +88,9 @@ async def test_a_request_waiting_for_its_tenants_concurrency_slot_does_not_hold_
     app = create_app(settings.model_copy(update={"worker_slots": 1, "limit_queue_s": 3.0}))
     with serve_in_thread(app) as url:
         async with _client(url, key_a) as a, _client(url, key_b) as b, app_engine.connect() as holder:
-            stored = await a.post("/v1/memories", json={"user_id": USER, "content": "I keep bees on the roof."})
+            stored = await a.post(
+                "/v1/memories", json={"user_id": USER, "content": "I keep bees on the roof."}
+            )
             assert stored.status_code == 201, stored.text
             # Another process's request holds tenant a's one concurrency slot.
             await holder.begin()
