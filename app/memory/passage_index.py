@@ -12,7 +12,7 @@ Erase needs nothing: passages go with their memory (on delete cascade).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from app.context import RequestContext
@@ -79,15 +79,37 @@ class PassageIndex:
         if passages:
             await self.store.add(passages, self.ctx.embedder.name)
 
-    async def rebuild(self, memories: Sequence[Memory], *, new: bool = False) -> int:
+    async def embed_many(self, contents: Sequence[str]) -> list[tuple[Planned, SpanVectors]]:
+        """Several contents' plans, each with its vector and its passages': one embedding call."""
+        plans = [self.plan(content) for content in contents]
+        embedded = await embed_planned(self.ctx.embedder, plans) if plans else []
+        return list(zip(plans, embedded, strict=True))
+
+    async def rebuild(
+        self,
+        memories: Sequence[Memory],
+        *,
+        new: bool = False,
+        embedded: Mapping[uuid.UUID, tuple[Planned, SpanVectors]] | None = None,
+    ) -> int:
         """Plan, embed (one call) and replace the passages of memories whose content or vectors were
         just written (flushed; `new`: inserted by this transaction, so they have none yet); returns how
-        many passages they now have."""
-        long = [(memory, planned) for memory in memories if (planned := self.plan(memory.content)).spans]
-        embedded = await embed_planned(self.ctx.embedder, [planned for _, planned in long]) if long else []
+        many passages they now have. A memory in `embedded` (`embed_many`'s, keyed by its id) has its
+        passages' vectors already: its content is not run through the model again."""
+        given = embedded or {}
+        long = [
+            (memory, planned)
+            for memory in memories
+            if memory.id not in given and (planned := self.plan(memory.content)).spans
+        ]
+        fresh = await embed_planned(self.ctx.embedder, [planned for _, planned in long]) if long else []
+        ready = [(memory, *given[memory.id]) for memory in memories if memory.id in given]
         passages = [
             p
-            for (memory, planned), vectors in zip(long, embedded, strict=True)
+            for memory, planned, vectors in [
+                *ready,
+                *((m, pl, v) for (m, pl), v in zip(long, fresh, strict=True)),
+            ]
             for p in planned.passages(memory.id, vectors.spans)
         ]
         await self.store.replace([] if new else [m.id for m in memories], passages, self.ctx.embedder.name)

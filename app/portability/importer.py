@@ -20,8 +20,9 @@ from typing import Any
 
 from app.context import RequestContext
 from app.db.models import DreamProposal, Memory
+from app.embeddings.base import SpanVectors
 from app.lib.redaction import redact, redact_value
-from app.memory.passage_index import PassageIndex
+from app.memory.passage_index import PassageIndex, Planned
 from app.memory.retire import retire
 from app.memory.slots import content_hash, normalise_subject
 from app.portability.document import ExportDocument, ExportedEvent, ExportedMemory, check_document
@@ -102,6 +103,7 @@ class Importer:
         self.repo = PortabilityStore(ctx.session, ctx.tenant)
         self.progress = progress or (lambda _n: None)
         self._events: list[NewEvent] = []
+        self._embedded: dict[uuid.UUID, tuple[Planned, SpanVectors]] = {}  # long rows embedded here
 
     async def run(self, doc: ExportDocument) -> ImportResult:
         embedder = self.ctx.embedder
@@ -180,20 +182,26 @@ class Importer:
         return plan
 
     async def _embed_missing(self, rows: list[_Row]) -> None:
+        """Vectors for the rows the document brings none of (another model's, or none), in batches; a
+        long memory's passages are embedded in the same call as its content (kept for `_passages`)."""
         pending = [r for r in rows if r.needs_vector]
+        index = PassageIndex(self.ctx)
         size = self.ctx.settings.reembed_batch_size
         for start in range(0, len(pending), size):
             batch = pending[start : start + size]
-            vectors = await self.ctx.embedder.embed([r.content for r in batch])
-            for row, vector in zip(batch, vectors, strict=True):
-                row.vector = vector
+            embedded = await index.embed_many([r.content for r in batch])
+            for row, (planned, vectors) in zip(batch, embedded, strict=True):
+                row.vector = vectors.vector
+                if planned.spans:
+                    self._embedded[row.id] = (planned, vectors)
 
     async def _passages(self, inserted: list[Memory]) -> None:
-        """The long memories' passages (an export carries none), embedded in batches like the rows."""
+        """The long memories' passages (an export carries none), embedded in batches like the rows:
+        those of rows embedded here already are, and are not embedded again."""
         index = PassageIndex(self.ctx)
         size = self.ctx.settings.reembed_batch_size
         for start in range(0, len(inserted), size):
-            await index.rebuild(inserted[start : start + size], new=True)
+            await index.rebuild(inserted[start : start + size], new=True, embedded=self._embedded)
 
     def _insert(self, row: _Row, plan: _Plan, now: datetime) -> Memory:
         m = row.doc

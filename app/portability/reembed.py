@@ -46,18 +46,21 @@ class Reembedder:
         if not rows:
             return 0
         stale = [m for m in rows if m.embed_model != embedder.name or m.embedding is None]
-        vectors = await embedder.embed([m.content for m in stale]) if stale else []
+        index = PassageIndex(self.ctx)
+        # A long memory's passages are embedded with its content (the local model pools them from the
+        # content's own pass), not by a second pass over the same words in `rebuild`.
+        embedded = await index.embed_many([m.content for m in stale])
         events = []
-        for memory, vector in zip(stale, vectors, strict=True):
+        for memory, (_, vectors) in zip(stale, embedded, strict=True):
             details = {"from": memory.embed_model, "to": embedder.name}
-            memory.embedding = vector
+            memory.embedding = vectors.vector
             memory.embed_model = embedder.name
             events.append(NewEvent.about(memory, EventKind.REEMBEDDED, "embed model changed", details))
         for memory in rows:
             if memory.content_tokens is None:  # written before 0007: counted now, so it is not picked again
                 memory.content_tokens = content_tokens(memory.content)
         await self.ctx.store.flush()
-        await PassageIndex(self.ctx).rebuild(rows)
+        await index.rebuild(rows, embedded={m.id: e for m, e in zip(stale, embedded, strict=True)})
         await self.ctx.store.events.record(*events)
         return len(rows)
 

