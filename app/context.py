@@ -65,7 +65,7 @@ class RequestContext:
             store=Store(session, tenant, actor),
             embedder=embedder,
             settings=settings,
-            policy=policy or RankingPolicy.of(settings),
+            policy=policy or RankingPolicy.of(settings, fusion=embedder.fusion),
             counter=counter or TokenCounter(),
             clock=clock,
             reinforcements=reinforcements,

@@ -34,10 +34,15 @@ class Services:
     limiter: Limiter | None = None  # per-tenant limits and fairness (None: none, as in benches' direct calls)
     # Change events: the key webhook secrets are derived from (built by create_app).
     webhook_key: SigningKey | None = None
-    policy: RankingPolicy = field(init=False)
+    # The ranking policy for the loaded embedder (its fusion is the embedder's unless the settings name
+    # one), built on first use after the embedder is.
+    _policy: tuple[Embedder, RankingPolicy] | None = field(default=None, init=False, repr=False)
 
-    def __post_init__(self) -> None:
-        self.policy = RankingPolicy.of(self.settings)
+    def policy(self) -> RankingPolicy:
+        embedder = self.require_embedder()
+        if self._policy is None or self._policy[0] is not embedder:
+            self._policy = (embedder, RankingPolicy.of(self.settings, fusion=embedder.fusion))
+        return self._policy[1]
 
     def require_embedder(self) -> Embedder:
         if self.embedder is None:
@@ -66,7 +71,7 @@ class Services:
             settings=self.settings,
             clock=self.clock,
             counter=self.counter,
-            policy=self.policy,
+            policy=self.policy(),
             reinforcements=self.reinforcements,
             spare=self.spare,
             limits=limits,

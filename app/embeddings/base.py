@@ -19,6 +19,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from app.lib.ranking import Fusion
+
 __all__ = [
     "Embedder",
     "EmbedderWrapper",
@@ -116,6 +118,13 @@ class Embedder(Protocol):
         around 0.0-0.2 with MiniLM, higher with large API models)."""
         ...
 
+    @property
+    def fusion(self) -> Fusion:
+        """How recall combines this model's cosine with BM25 unless `ENGRAM_FUSION` says otherwise
+        (app/memory/fusion.py): `minmax` when the cosine carries meaning the words do not, `normalised`
+        when it is a second, coarser keyword match (the hash embedder). docs/RANKING.md measures both."""
+        ...
+
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed a batch in one logical call; vectors are L2-normalised; ``[]`` for empty input."""
         ...
@@ -154,6 +163,10 @@ class EmbedderWrapper:
     @property
     def relevance_floor(self) -> float:
         return self.inner.relevance_floor
+
+    @property
+    def fusion(self) -> Fusion:
+        return self.inner.fusion
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return await self.inner.embed(texts)

@@ -29,6 +29,7 @@ from app.embeddings.batcher import BatchStats, MicroBatcher
 from app.embeddings.onnx_export import prepare_onnx
 from app.embeddings.torch_encoder import TorchEncoder, load_sentence_transformer, set_torch_threads
 from app.lib.logging import get_logger
+from app.lib.ranking import Fusion
 from app.lib.settings import LocalRuntime
 
 __all__ = [
@@ -211,6 +212,12 @@ class LocalEmbedder:
         calibration's 0.27 makes 2 more of 562 unanswerable questions abstain but drops part of one
         answerable question's evidence (LoCoMo extracted -0.1 to -0.2 points), which the issue forbids."""
         return 0.25
+
+    @property
+    def fusion(self) -> Fusion:
+        """`minmax`: MiniLM's cosines crowd into a narrow band, so beside a [0, 1] keyword share they
+        decided little; scaled alike, the fusion beats both halves alone (docs/RANKING.md)."""
+        return Fusion.MINMAX
 
     @property
     def runtime(self) -> str:

@@ -24,6 +24,7 @@ from app.embeddings.base import (
     embed_apart,
     l2_normalise,
 )
+from app.lib.ranking import Fusion
 
 __all__ = ["DEFAULT_OPENAI_THRESHOLDS", "OpenAICompatEmbedder", "UsageCallback"]
 
@@ -105,6 +106,11 @@ class OpenAICompatEmbedder:
     def relevance_floor(self) -> float:
         """0.30, not calibrated: no API model was reachable for `bench.calibrate_floor` (docs/RANKING.md)."""
         return 0.30
+
+    @property
+    def fusion(self) -> Fusion:
+        """`minmax`, as for the local sentence embedder; not measured with an API model (none reachable)."""
+        return Fusion.MINMAX
 
     @property
     def max_batch(self) -> int:

@@ -2,8 +2,9 @@
 
 To change how recall ranks, change a setting (`ENGRAM_WEIGHT_*`, `ENGRAM_KEYWORD_SATURATION`, ...) or
 the defaults here and in `app/lib/settings.py`; `app/memory/scoring.py` applies the policy. The
-relevance floor and the supersede/review thresholds belong to the embedder (`Embedder.relevance_floor`,
-`Embedder.thresholds`); a configured `ENGRAM_MIN_RELEVANCE` overrides the floor.
+relevance floor, the supersede/review thresholds and the fusion belong to the embedder
+(`Embedder.relevance_floor`, `Embedder.thresholds`, `Embedder.fusion`); a configured
+`ENGRAM_MIN_RELEVANCE` or `ENGRAM_FUSION` overrides the embedder's.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ class Fusion(StrEnum):
 
     WEIGHTED = "weighted"
     NORMALISED = "normalised"
+    MINMAX = "minmax"
     RRF = "rrf"
 
 
@@ -55,7 +57,8 @@ class RankingPolicy:
     passages_first: bool = True
 
     @classmethod
-    def of(cls, settings: Settings) -> RankingPolicy:
+    def of(cls, settings: Settings, *, fusion: Fusion) -> RankingPolicy:
+        """The settings' policy; `fusion` (the embedder's, `Embedder.fusion`) unless they name one."""
         return cls(
             weights=settings.weights,
             type_priors=dict(settings.type_priors),
@@ -67,7 +70,7 @@ class RankingPolicy:
             keyword_max_matches=settings.keyword_max_matches,
             bm25_k1=settings.bm25_k1,
             bm25_b=settings.bm25_b,
-            fusion=Fusion(settings.fusion),
+            fusion=Fusion(settings.fusion) if settings.fusion is not None else fusion,
             rrf_k=settings.rrf_k,
             fused_semantic_weight=settings.fused_semantic_weight,
             fused_keyword_weight=settings.fused_keyword_weight,

@@ -153,10 +153,11 @@ class Settings(BaseSettings):
     keyword_saturation: float = Field(default=2.0, gt=0)
     bm25_k1: float = Field(default=1.2, ge=0)
     bm25_b: float = Field(default=0.75, ge=0, le=1)
-    # How cosine and BM25 combine (app/memory/fusion.py); docs/RANKING.md measures the three.
-    fusion: Literal["weighted", "normalised", "rrf"] = "normalised"
+    # How cosine and BM25 combine (app/memory/fusion.py; docs/RANKING.md measures them). None: the
+    # embedder's (`Embedder.fusion`: minmax for sentence embedders, normalised for the hash embedder).
+    fusion: Literal["weighted", "normalised", "minmax", "rrf"] | None = None
     rrf_k: int = Field(default=60, ge=1)
-    fused_semantic_weight: float = 0.35  # the normalised and rrf fusions' weights
+    fused_semantic_weight: float = 0.35  # the normalised, minmax and rrf fusions' weights
     fused_keyword_weight: float = 0.35
     # The share of a recall's budget that standing memories (pinned, critical rules, constraints) may
     # take whatever the question; past it they compete on relevance like any memory.

@@ -7,9 +7,9 @@ import uuid
 from collections.abc import Sequence
 from datetime import datetime
 
-from app.lib.ranking import RankingPolicy
+from app.lib.ranking import Fusion, RankingPolicy
 from app.lib.tokens import TokenCounter
-from app.memory.fusion import best_unit, fuse
+from app.memory.fusion import best_unit, cosine_range, fuse
 from app.memory.lines import day_header, line_body, line_prefix, superseded_mark
 from app.memory.models import RecallInput
 from app.memory.packing import Excerpt, PackItem
@@ -80,10 +80,14 @@ class Candidates:
         )
         best_bm25 = max((m.keyword_rank for m in rows), default=0.0)
         weights = policy.relevance_weights()
+        span = 1.0
+        if policy.fusion is Fusion.MINMAX:
+            low, high = cosine_range([m.cosine for m in rows])
+            span = high - low if high > low else 1.0
         items: list[PackItem[CandidateRow]] = []
         for (m, prefix), relevance in zip(self._rows, fused, strict=True):
             s = score(m, now=self.now, policy=policy, project_id=request.project_id, fused=relevance)
-            passage = shown_passage(m, best_bm25, weights)
+            passage = shown_passage(m, best_bm25, weights, span)
             prefix_tokens = self.counter.count(prefix)
             self.components[m.id] = s.components
             bonus = policy.prefer_type_bonus if request.prefer_type == m.type else 0.0
@@ -111,13 +115,16 @@ class Candidates:
         return (m.subject, m.type)
 
 
-def shown_passage(m: CandidateRow, best_bm25: float, weights: tuple[float, float]) -> PassageRow | None:
+def shown_passage(
+    m: CandidateRow, best_bm25: float, weights: tuple[float, float], cosine_span: float = 1.0
+) -> PassageRow | None:
     """The passage a long memory is shown as: the best of its own by both halves (`fusion.best_unit`).
     The memory itself is ranked by its whole vector, as a short one is, and by its best passage's BM25
     (the statement's, over units); docs/RANKING.md ("Passages") has the variants measured."""
     if not m.passages:
         return None
-    return m.passages[best_unit([(p.cosine, p.keyword_rank) for p in m.passages], best_bm25, weights)]
+    units = [(p.cosine, p.keyword_rank) for p in m.passages]
+    return m.passages[best_unit(units, best_bm25, weights, cosine_span)]
 
 
 def _excerpt(m: CandidateRow, prefix: str, prefix_tokens: int, passage: PassageRow) -> Excerpt:

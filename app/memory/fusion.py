@@ -6,6 +6,11 @@ Pure functions over one recall's candidates, since two of the three need the who
 - `normalised`: the cosine, and the BM25 divided by the best BM25 among the query's candidates, so the
   best keyword match of every query scores 1 whatever its raw scale (BM25 is unbounded and its scale
   moves with the scope's size and the query's length).
+- `minmax`: both halves min-max scaled over the query's candidates: the BM25 as `normalised` does (its
+  minimum is 0, a candidate the text did not match), and the cosine from the lowest candidate's (0) to the
+  best's (1). A small embedder's cosines crowd into a narrow band (all-MiniLM-L6-v2: a question's
+  candidates mostly within 0.2-0.6), so the raw cosine beside a [0, 1] keyword share let the keyword half
+  decide almost every order; scaled alike, each half has the same say.
 - `rrf`: reciprocal-rank fusion, each half's share `(k + 1) / (k + rank)` (1 for a half's first row, 0
   for a row the half did not find), so only the order within each half counts.
 
@@ -43,6 +48,23 @@ def saturate(rank: float, saturation: float) -> float:
     return rank / (rank + saturation)
 
 
+def cosine_range(cosines: Sequence[float | None]) -> tuple[float, float]:
+    """The lowest and highest clamped cosine among the candidates that have one ((0, 0) for none)."""
+    present = [clamp(c) for c in cosines if c is not None]
+    return (min(present), max(present)) if present else (0.0, 0.0)
+
+
+def scaled(cosine: float, present: bool, bounds: tuple[float, float]) -> float:
+    """A clamped cosine min-max scaled to `bounds`; a lone or all-equal positive cosine is the best (1), a
+    row without a comparable vector has none (0)."""
+    low, high = bounds
+    if not present:
+        return 0.0
+    if high > low:
+        return (cosine - low) / (high - low)
+    return 1.0 if cosine > 0 else 0.0
+
+
 def ranks(values: Sequence[float]) -> list[int | None]:
     """1-based rank of each positive value, best first (equal values share the better rank); None for
     values <= 0, which the half did not find."""
@@ -69,12 +91,14 @@ def fuse(
     """The relevance components of each candidate (the two sequences are aligned)."""
     if fusion is Fusion.WEIGHTED:
         return [Relevance(clamp(c), saturate(r, saturation)) for c, r in zip(cosines, bm25, strict=True)]
-    if fusion is Fusion.NORMALISED:
+    if fusion in (Fusion.NORMALISED, Fusion.MINMAX):
         best = max((r for r in bm25 if r > 0), default=0.0)
-        return [
-            Relevance(clamp(c), r / best if best > 0 and r > 0 else 0.0)
-            for c, r in zip(cosines, bm25, strict=True)
-        ]
+        shares = [r / best if best > 0 and r > 0 else 0.0 for r in bm25]
+        cosine = [clamp(c) for c in cosines]
+        if fusion is Fusion.MINMAX:
+            bounds = cosine_range(cosines)
+            cosine = [scaled(s, c is not None, bounds) for s, c in zip(cosine, cosines, strict=True)]
+        return [Relevance(s, k) for s, k in zip(cosine, shares, strict=True)]
     semantic = ranks([c if c is not None else 0.0 for c in cosines])
     keyword = ranks(bm25)
     return [
@@ -83,16 +107,21 @@ def fuse(
 
 
 def best_unit(
-    units: Sequence[tuple[float | None, float]], best_bm25: float, weights: tuple[float, float]
+    units: Sequence[tuple[float | None, float]],
+    best_bm25: float,
+    weights: tuple[float, float],
+    cosine_span: float = 1.0,
 ) -> int:
     """Which of a long memory's passages (their cosine and BM25) its line may show: the highest weighted
-    sum of the cosine and the BM25 over the query's best (`best_bm25`), as the normalised fusion weighs
-    a candidate; the first of equals. `units` must not be empty."""
+    sum of the cosine over `cosine_span` (the candidates' cosine range under `minmax`, else 1) and the
+    BM25 over the query's best (`best_bm25`), as the fusion weighs a candidate; the first of equals.
+    `units` must not be empty."""
     w_semantic, w_keyword = weights
     per_bm25 = w_keyword / best_bm25 if best_bm25 > 0 else 0.0
+    per_cosine = w_semantic / cosine_span if cosine_span > 0 else w_semantic
     best, best_value = 0, -1.0
     for index, (cosine, bm25) in enumerate(units):
-        value = w_semantic * clamp(cosine) + per_bm25 * bm25
+        value = per_cosine * clamp(cosine) + per_bm25 * bm25
         if value > best_value:
             best, best_value = index, value
     return best

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import math
 
+import openai
 import pytest
 
+from app.embeddings.hashing import HashEmbedder
+from app.embeddings.openai_compat import OpenAICompatEmbedder
 from app.lib.ranking import Fusion, RankingPolicy
 from app.lib.settings import ScoringWeights, Settings
 from app.memory.fusion import Relevance, fuse, ranks, reciprocal
@@ -65,6 +68,26 @@ def test_normalised_fusion_divides_by_the_querys_best_bm25() -> None:
     assert fuse([0.4], [0.0], Fusion.NORMALISED, saturation=2.0) == [Relevance(0.4, 0.0)]
 
 
+def test_minmax_fusion_scales_both_halves_over_the_querys_candidates() -> None:
+    fused = fuse([0.5, 0.25, 0.75, None], [2.0, 8.0, 0.0, 4.0], Fusion.MINMAX, saturation=2.0)
+    assert fused == [
+        Relevance(0.5, 0.25),
+        Relevance(0.0, 1.0),
+        Relevance(1.0, 0.0),
+        Relevance(0.0, 0.5),  # no comparable vector: no semantic share, whatever the others' range
+    ]
+    # A narrow band of cosines spans the whole [0, 1], as the keyword half does: the scale of each half
+    # does not matter, only where a candidate sits between the query's worst and best.
+    narrow = fuse([0.41, 0.43, 0.45], [1.0, 2.0, 4.0], Fusion.MINMAX, saturation=2.0)
+    assert [r.semantic for r in narrow] == pytest.approx([0.0, 0.5, 1.0])
+    # One candidate, or all alike: a positive cosine is the best there is; a non-positive one counts 0.
+    assert fuse([0.4], [0.0], Fusion.MINMAX, saturation=2.0) == [Relevance(1.0, 0.0)]
+    assert fuse([-0.2, -0.1], [1.0, 0.0], Fusion.MINMAX, saturation=2.0) == [
+        Relevance(0.0, 1.0),
+        Relevance(0.0, 0.0),
+    ]
+
+
 def test_rrf_reads_only_the_order_within_each_half() -> None:
     fused = fuse([0.9, 0.1, 0.5], [0.0, 30.0, 1.0], Fusion.RRF, saturation=2.0, rrf_k=60)
     assert fused == [
@@ -78,10 +101,17 @@ def test_rrf_reads_only_the_order_within_each_half() -> None:
 
 def test_the_policy_carries_bm25_and_fusion_settings() -> None:
     policy = RankingPolicy.of(
-        Settings(fusion="rrf", bm25_k1=0.9, bm25_b=0.4, rrf_k=20, fused_semantic_weight=0.6)
+        Settings(fusion="rrf", bm25_k1=0.9, bm25_b=0.4, rrf_k=20, fused_semantic_weight=0.6),
+        fusion=Fusion.MINMAX,
     )
     assert (policy.fusion, policy.bm25_k1, policy.bm25_b, policy.rrf_k) == (Fusion.RRF, 0.9, 0.4, 20)
     assert policy.relevance_weights() == (0.6, 0.35)
     weighted = RankingPolicy(weights=ScoringWeights(semantic=0.5, keyword=0.2), fusion=Fusion.WEIGHTED)
     assert weighted.relevance_weights() == (0.5, 0.2)
-    assert RankingPolicy.of(Settings()).fusion is Fusion.NORMALISED  # the default (docs/RANKING.md)
+    # Unset, the fusion is the embedder's (docs/RANKING.md): a sentence model's cosine is min-max scaled
+    # beside the keyword half, the hash embedder's (a coarser keyword match) is not.
+    assert RankingPolicy.of(Settings(), fusion=Fusion.MINMAX).fusion is Fusion.MINMAX
+    assert RankingPolicy.of(Settings(), fusion=Fusion.NORMALISED).fusion is Fusion.NORMALISED
+    assert HashEmbedder().fusion is Fusion.NORMALISED
+    api = OpenAICompatEmbedder(openai.AsyncOpenAI(api_key="k", base_url="http://127.0.0.1:9"), "m", dim=8)
+    assert api.fusion is Fusion.MINMAX

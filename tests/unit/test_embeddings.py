@@ -23,6 +23,7 @@ from app.embeddings import (
     local_embedder_available,
     numeric_tokens_differ,
 )
+from app.lib.ranking import Fusion
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -202,6 +203,7 @@ async def test_local_embedder_shape_and_norm(local_embedder: LocalEmbedder) -> N
     assert local_embedder.dim == 384
     assert local_embedder.thresholds == SupersedeThresholds(supersede=0.92, review=0.80)
     assert local_embedder.relevance_floor == 0.25
+    assert local_embedder.fusion is Fusion.MINMAX  # docs/RANKING.md: min-max scaled beside BM25
     assert local_embedder.threads == 1
     vectors = await local_embedder.embed(SAMPLES)
     assert len(vectors) == len(SAMPLES)

@@ -108,6 +108,12 @@ def test_a_memory_ranks_by_the_passage_with_the_best_weighted_cosine_and_bm25() 
     assert best_unit(units, 8.0, (0.35, 0.0)) == 2  # cosine alone
     assert best_unit(units, 0.0, (0.35, 0.35)) == 2  # no keyword match anywhere
     assert best_unit([(0.4, 0.0), (0.4, 0.0)], 1.0, (0.35, 0.35)) == 0  # the first of equals
+    # Under `minmax` the candidates' cosines span 0.2 (0.4 -> 0.6, say): a cosine gap counts five times as
+    # much, as it does in the fused score: 0.35 * 0.32 / 0.2 = 0.56 beats 0.35 * 0.20 / 0.2 + 0.175 =
+    # 0.525, where on the raw cosine 0.112 lost to 0.245.
+    two = [(0.32, 0.0), (0.20, 4.0)]
+    assert best_unit(two, 8.0, (0.35, 0.35), cosine_span=0.2) == 0
+    assert best_unit(two, 8.0, (0.35, 0.35)) == 1
 
 
 def long_item(ref: str, score: float, whole_tokens: int, excerpt_words: int) -> PackItem[str]:
