@@ -39,9 +39,11 @@ class Candidates:
         now: datetime,
         *,
         past: bool = False,
+        cosine_floor: float | None = None,
     ):
         self.request, self.policy, self.counter, self.now = request, policy, counter, now
         self.past = past
+        self.cosine_floor = cosine_floor  # the embedder's relevance floor: `minmax` scales cosines from it
         self.wanted_types = set(request.types) if request.types else None
         self.components: dict[uuid.UUID, dict[str, float]] = {}
         self._rows: list[tuple[CandidateRow, str]] = []  # kept rows and their line prefixes
@@ -77,12 +79,13 @@ class Candidates:
             policy.fusion,
             saturation=policy.keyword_saturation,
             rrf_k=policy.rrf_k,
+            cosine_floor=self.cosine_floor,
         )
         best_bm25 = max((m.keyword_rank for m in rows), default=0.0)
         weights = policy.relevance_weights()
         span = 1.0
         if policy.fusion is Fusion.MINMAX:
-            low, high = cosine_range([m.cosine for m in rows])
+            low, high = cosine_range([m.cosine for m in rows], self.cosine_floor)
             span = high - low if high > low else 1.0
         items: list[PackItem[CandidateRow]] = []
         for (m, prefix), relevance in zip(self._rows, fused, strict=True):

@@ -7,10 +7,12 @@ Pure functions over one recall's candidates, since two of the three need the who
   best keyword match of every query scores 1 whatever its raw scale (BM25 is unbounded and its scale
   moves with the scope's size and the query's length).
 - `minmax`: both halves min-max scaled over the query's candidates: the BM25 as `normalised` does (its
-  minimum is 0, a candidate the text did not match), and the cosine from the lowest candidate's (0) to the
-  best's (1). A small embedder's cosines crowd into a narrow band (all-MiniLM-L6-v2: a question's
-  candidates mostly within 0.2-0.6), so the raw cosine beside a [0, 1] keyword share let the keyword half
-  decide almost every order; scaled alike, each half has the same say.
+  minimum is 0, a candidate the text did not match), and the cosine from the embedder's relevance floor
+  (0; "not about the query at all"), or the lowest candidate's if that is lower, to the best's (1). A
+  small embedder's cosines crowd into a narrow band (all-MiniLM-L6-v2: a question's candidates mostly
+  within 0.1-0.6), so the raw cosine beside a [0, 1] keyword share let the keyword half decide almost
+  every order; scaled alike, each half has the same say. The floor keeps a small scope's few, equally
+  relevant memories from being spread over the whole range by a difference of a hundredth.
 - `rrf`: reciprocal-rank fusion, each half's share `(k + 1) / (k + rank)` (1 for a half's first row, 0
   for a row the half did not find), so only the order within each half counts.
 
@@ -48,10 +50,14 @@ def saturate(rank: float, saturation: float) -> float:
     return rank / (rank + saturation)
 
 
-def cosine_range(cosines: Sequence[float | None]) -> tuple[float, float]:
-    """The lowest and highest clamped cosine among the candidates that have one ((0, 0) for none)."""
+def cosine_range(cosines: Sequence[float | None], floor: float | None = None) -> tuple[float, float]:
+    """`minmax`'s bounds: the lowest clamped cosine among the candidates that have one (or `floor`, if
+    lower), and the highest ((0, 0) for none)."""
     present = [clamp(c) for c in cosines if c is not None]
-    return (min(present), max(present)) if present else (0.0, 0.0)
+    if not present:
+        return (0.0, 0.0)
+    low = min(present) if floor is None else min(min(present), clamp(floor))
+    return (low, max(present))
 
 
 def scaled(cosine: float, present: bool, bounds: tuple[float, float]) -> float:
@@ -87,8 +93,10 @@ def fuse(
     *,
     saturation: float,
     rrf_k: int = 60,
+    cosine_floor: float | None = None,
 ) -> list[Relevance]:
-    """The relevance components of each candidate (the two sequences are aligned)."""
+    """The relevance components of each candidate (the two sequences are aligned). `cosine_floor`: the
+    cosine `minmax` counts 0 at, unless a candidate's is lower (None: the lowest candidate's)."""
     if fusion is Fusion.WEIGHTED:
         return [Relevance(clamp(c), saturate(r, saturation)) for c, r in zip(cosines, bm25, strict=True)]
     if fusion in (Fusion.NORMALISED, Fusion.MINMAX):
@@ -96,7 +104,7 @@ def fuse(
         shares = [r / best if best > 0 and r > 0 else 0.0 for r in bm25]
         cosine = [clamp(c) for c in cosines]
         if fusion is Fusion.MINMAX:
-            bounds = cosine_range(cosines)
+            bounds = cosine_range(cosines, cosine_floor)
             cosine = [scaled(s, c is not None, bounds) for s, c in zip(cosine, cosines, strict=True)]
         return [Relevance(s, k) for s, k in zip(cosine, shares, strict=True)]
     semantic = ranks([c if c is not None else 0.0 for c in cosines])

@@ -174,7 +174,9 @@ class Recaller:
             b=policy.bm25_b,
             moment=moment,
         )
-        candidates = Candidates(request, policy, ctx.counter, now, past=moment.past)
+        candidates = Candidates(
+            request, policy, ctx.counter, now, past=moment.past, cosine_floor=ctx.relevance_floor()
+        )
         apart = self._keywords_apart(query, size, candidates)
         try:
             rows = await ctx.store.recall.candidates(

@@ -11,7 +11,7 @@ from app.embeddings.hashing import HashEmbedder
 from app.embeddings.openai_compat import OpenAICompatEmbedder
 from app.lib.ranking import Fusion, RankingPolicy
 from app.lib.settings import ScoringWeights, Settings
-from app.memory.fusion import Relevance, fuse, ranks, reciprocal
+from app.memory.fusion import Relevance, cosine_range, fuse, ranks, reciprocal
 from app.store.bm25 import TextStats, bm25, document_frequencies, idf, term_score
 
 
@@ -86,6 +86,21 @@ def test_minmax_fusion_scales_both_halves_over_the_querys_candidates() -> None:
         Relevance(0.0, 1.0),
         Relevance(0.0, 0.0),
     ]
+
+
+def test_minmax_scales_the_cosine_from_the_embedders_floor_unless_a_candidate_is_lower() -> None:
+    # Two memories about the query, a hundredth apart: from the floor (0.25, "not about the query at
+    # all") they score 1 and 0.96, where from the lower of the two they would score 1 and 0.
+    near = fuse([0.50, 0.49], [0.0, 0.0], Fusion.MINMAX, saturation=2.0, cosine_floor=0.25)
+    assert [r.semantic for r in near] == pytest.approx([1.0, 0.96])
+    apart = fuse([0.50, 0.49], [0.0, 0.0], Fusion.MINMAX, saturation=2.0)
+    assert [r.semantic for r in apart] == pytest.approx([1.0, 0.0])
+    # A candidate below the floor sets the bottom of the range itself.
+    low = fuse([0.10, 0.30, 0.50], [0.0, 0.0, 0.0], Fusion.MINMAX, saturation=2.0, cosine_floor=0.25)
+    assert [r.semantic for r in low] == pytest.approx([0.0, 0.5, 1.0])
+    assert cosine_range([0.4, None, 0.6], 0.25) == (0.25, 0.6)
+    assert cosine_range([0.1, 0.6], 0.25) == (0.1, 0.6)
+    assert cosine_range([None], 0.25) == (0.0, 0.0)
 
 
 def test_rrf_reads_only_the_order_within_each_half() -> None:
