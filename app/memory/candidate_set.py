@@ -7,9 +7,9 @@ import uuid
 from collections.abc import Sequence
 from datetime import datetime
 
-from app.lib.ranking import Fusion, RankingPolicy
+from app.lib.ranking import RankingPolicy
 from app.lib.tokens import TokenCounter
-from app.memory.fusion import best_unit, cosine_range, fuse
+from app.memory.fusion import best_unit, cosine_bounds, fuse
 from app.memory.lines import day_header, line_body, line_prefix, superseded_mark
 from app.memory.models import RecallInput
 from app.memory.packing import Excerpt, PackItem
@@ -83,10 +83,8 @@ class Candidates:
         )
         best_bm25 = max((m.keyword_rank for m in rows), default=0.0)
         weights = policy.relevance_weights()
-        span = 1.0
-        if policy.fusion is Fusion.MINMAX:
-            low, high = cosine_range([m.cosine for m in rows], self.cosine_floor)
-            span = high - low if high > low else 1.0
+        low, high = cosine_bounds(policy.fusion, [m.cosine for m in rows], self.cosine_floor)
+        span = high - low if high > low else 1.0
         items: list[PackItem[CandidateRow]] = []
         for (m, prefix), relevance in zip(self._rows, fused, strict=True):
             s = score(m, now=self.now, policy=policy, project_id=request.project_id, fused=relevance)

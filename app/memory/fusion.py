@@ -60,6 +60,14 @@ def cosine_range(cosines: Sequence[float | None], floor: float | None = None) ->
     return (low, max(present))
 
 
+def cosine_bounds(
+    fusion: Fusion, cosines: Sequence[float | None], floor: float | None = None
+) -> tuple[float, float]:
+    """The range a fusion's semantic share maps onto [0, 1]: `minmax`'s (`cosine_range`); the others
+    take the clamped cosine as it is, (0, 1). A long memory's passages are weighed on the same scale."""
+    return cosine_range(cosines, floor) if fusion is Fusion.MINMAX else (0.0, 1.0)
+
+
 def scaled(cosine: float, present: bool, bounds: tuple[float, float]) -> float:
     """A clamped cosine min-max scaled to `bounds`; a lone or all-equal positive cosine is the best (1), a
     row without a comparable vector has none (0)."""
@@ -104,7 +112,7 @@ def fuse(
         shares = [r / best if best > 0 and r > 0 else 0.0 for r in bm25]
         cosine = [clamp(c) for c in cosines]
         if fusion is Fusion.MINMAX:
-            bounds = cosine_range(cosines, cosine_floor)
+            bounds = cosine_bounds(fusion, cosines, cosine_floor)
             cosine = [scaled(s, c is not None, bounds) for s, c in zip(cosine, cosines, strict=True)]
         return [Relevance(s, k) for s, k in zip(cosine, shares, strict=True)]
     semantic = ranks([c if c is not None else 0.0 for c in cosines])
