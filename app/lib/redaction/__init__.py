@@ -29,6 +29,9 @@ LAYERS: tuple[tuple[str, tuple[Rule, ...]], ...] = (
     ("phrases", phrases.RULES),
     ("entropy", entropy.RULES),
 )
+# Every rule's needles: one pass of substring tests tells which rules can match a text at all (most
+# text, and every log field, holds none of them, so most patterns never run).
+NEEDLES = tuple(sorted({needle for _name, rules in LAYERS for rule in rules for needle in rule.needles}))
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,10 +54,13 @@ def redact(text: str) -> Redacted:
     value. The result is idempotent: redacting already-redacted text changes nothing.
     """
     found: list[str] = []
+    # Replacements only insert markers, which no rule matches, so the original's needles stay valid.
     lowered = text.lower()
+    present = frozenset(needle for needle in NEEDLES if needle in lowered)
     for _name, rules in LAYERS:
         for rule in rules:
-            text = apply(rule, text, found, lowered)
+            if rule.may_match(present):
+                text = apply(rule, text, found)
     return Redacted(text=text, kinds=tuple(dict.fromkeys(found)))
 
 

@@ -33,6 +33,10 @@ class Rule:
     # running the pattern (a substring test is far cheaper than a scan that starts with a look-behind).
     needles: tuple[str, ...] = ()
 
+    def may_match(self, present: frozenset[str]) -> bool:
+        """Whether the text can hold a match, given which of all rules' needles it contains."""
+        return not self.needles or not present.isdisjoint(self.needles)
+
 
 def always(kind: str) -> Classifier:
     """A classifier that accepts every match as ``kind``."""
@@ -53,16 +57,9 @@ def secret_span(match: re.Match[str]) -> tuple[int, int]:
     return match.span()
 
 
-def apply(rule: Rule, text: str, found: list[str], lowered: str | None = None) -> str:
-    """Apply one rule to ``text``, appending each kind it replaced to ``found``.
-
-    ``lowered`` is the lowercased text the redaction started from, for the needle test (replacements
-    only ever insert markers, which no rule matches, so the original's needles stay valid).
-    """
-    if rule.needles and not any(
-        n in (lowered if lowered is not None else text.lower()) for n in rule.needles
-    ):
-        return text
+def apply(rule: Rule, text: str, found: list[str]) -> str:
+    """Apply one rule to ``text``, appending each kind it replaced to ``found``. The needle test is the
+    caller's (`redact` makes it once for every rule)."""
 
     def replace(match: re.Match[str]) -> str:
         kind = rule.classify(match)
