@@ -20,6 +20,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -243,6 +244,10 @@ def main() -> None:
     parser.add_argument("--kinds", default="recall,remember")
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        parser.error("needs Debian's wrk on PATH (apt-get install wrk): the load generator must be native")
+    if args.profile and not Path(sys.executable).with_name("py-spy").exists():
+        parser.error("--profile needs py-spy in this virtualenv (the bench extra)")
     recall_lua = RECALL_LUA.replace("{QUERIES}", json.dumps(QUERIES).replace("[", "{").replace("]", "}"))
     out = Path(tempfile.mkdtemp(prefix="engram-workers-"))
     rows: list[dict[str, Any]] = []
