@@ -127,7 +127,8 @@ def create_app(
     metrics.watch_pool("request", engine)
     if services.spare is not None:
         metrics.watch_pool("spare", services.spare.engine)
-    # Outermost but for the metrics (the plugin puts theirs first): the request span holds the access log.
+    # Outermost of the routes' middleware (the metrics wrap the whole app): the request span holds the
+    # access log.
     middleware: list[Middleware] = [access_log_middleware]
     shutdown: list[Callable[[], None]] = []
     if settings.otel_endpoint:
@@ -159,7 +160,8 @@ def create_app(
         debug=False,
         logging_config=None,  # the standard library's logging goes through structlog (app/lib/logging.py)
     )
-    # Requests no route takes (404, 405) are logged too, outside the routes' middleware.
+    # Requests no route takes (404, 405) are logged too, outside the routes' middleware. The metrics wrap
+    # everything, once: current for every access log line, and each request in flight counted once.
     app.asgi_handler = metrics.middleware(unrouted_access_log(app.asgi_handler))
     return app
 

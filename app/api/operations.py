@@ -84,7 +84,8 @@ async def metrics_endpoint(state: State) -> Response[bytes]:
 
 
 class OperationsPlugin(InitPluginProtocol):
-    """Registers the index, the docs (config and assets) and the metrics (route, middleware, state)."""
+    """Registers the index, the docs (config and assets) and the metrics (route and state). The metrics'
+    middleware wraps the whole app (`create_app`), so that requests no route takes are counted too."""
 
     def __init__(self, metrics: Metrics) -> None:
         self.metrics = metrics
@@ -100,8 +101,6 @@ class OperationsPlugin(InitPluginProtocol):
             ]
         )
         app_config.openapi_config = openapi_config()
-        # Outermost, so the metrics are current for the access log, which reports each request to them.
-        app_config.middleware.insert(0, self.metrics.middleware)
         app_config.state["metrics"] = self.metrics
         app_config.on_shutdown.append(self.metrics.close)
         return app_config

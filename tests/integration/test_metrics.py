@@ -87,6 +87,9 @@ async def test_metrics_list_every_series_after_a_remember_and_a_recall(settings:
     assert value("engram_model_tokens_total", kind="chat", direction="completion") >= 1
     assert value("engram_db_pool_size", pool="request") == settings.db_pool_size
     assert value("engram_db_pool_connections_in_use", pool="request") == 0  # nothing in flight now
+    # The scrape itself is the one request in flight: each request counted once, however many layers of
+    # the app's middleware (routed and unrouted) it passes.
+    assert value("engram_http_requests_in_flight") == 1
 
     labels = {v for _, ls, _ in found for v in ls.values()}
     for private in (str(api.tenant_id), secret_user, memory["id"], "deploy freeze", "green tea"):
