@@ -39,7 +39,7 @@ def refused_body(request: Request[Any, Any, Any]) -> ValidationFailed | None:
     return error if isinstance(error, ValidationFailed) else None
 
 
-def one_value_per_query_parameter(request: Request[Any, Any, Any]) -> None:
+async def one_value_per_query_parameter(request: Request[Any, Any, Any]) -> None:
     """Refuse a query string that gives a parameter twice (`?user_id=a&user_id=b`): no operation takes a
     list in its query, so which value counts would be a guess (the framework keeps one silently). Runs
     before the handler and its dependencies read anything, so nothing is written."""
