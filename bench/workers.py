@@ -143,10 +143,13 @@ def wrk(script: str, key: str, port: int, clients: int, seconds: float) -> dict[
 
 
 @contextmanager
-def server(owner_url: str, workers: int, port: int, data_dir: Path) -> Iterator[subprocess.Popen[bytes]]:
+def server(
+    owner_url: str, workers: int, port: int, data_dir: Path, settings: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ENGRAM_", "PROMETHEUS_"))}
     env.update(DATABASE_URL=owner_url, ENGRAM_EMBEDDER="hash", ENGRAM_DATA_DIR=str(data_dir))
     env["ENGRAM_TENANT_REQUESTS_PER_MINUTE"] = "0"  # one tenant sends every request: no bucket
+    env.update(settings or {})
     cmd = [sys.executable, "-m", "app", "serve", "--port", str(port), "--workers", str(workers)]
     process = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -243,7 +246,17 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=200)
     parser.add_argument("--kinds", default="recall,remember")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="ENGRAM_NAME=VALUE",
+        help="a setting for the served app (repeatable), to compare settings in one command",
+    )
     args = parser.parse_args()
+    settings = dict(item.split("=", 1) for item in args.set)
+    if any(not name.startswith("ENGRAM_") for name in settings):
+        parser.error("--set takes ENGRAM_NAME=VALUE")
     if shutil.which("wrk") is None:
         parser.error("needs Debian's wrk on PATH (apt-get install wrk): the load generator must be native")
     if args.profile and not Path(sys.executable).with_name("py-spy").exists():
@@ -257,7 +270,7 @@ def main() -> None:
         db = postmaster_pid(owner_url)
         for i, workers in enumerate(int(w) for w in args.workers.split(",")):
             port = 18600 + i
-            with server(owner_url, workers, port, out / f"data-{workers}") as process:
+            with server(owner_url, workers, port, out / f"data-{workers}", settings) as process:
                 if i == 0:
                     seed(port, key, args.memories)
                 for clients in (int(c) for c in args.clients.split(",")):
