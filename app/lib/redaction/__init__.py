@@ -29,9 +29,24 @@ LAYERS: tuple[tuple[str, tuple[Rule, ...]], ...] = (
     ("phrases", phrases.RULES),
     ("entropy", entropy.RULES),
 )
-# Every rule's needles: one pass of substring tests tells which rules can match a text at all (most
-# text, and every log field, holds none of them, so most patterns never run).
-NEEDLES = tuple(sorted({needle for _name, rules in LAYERS for rule in rules for needle in rule.needles}))
+# Every rule, in layer order, and for each needle the positions of the rules it admits: one pass of
+# substring tests over the text picks the rules that can match it (most text, and every log field,
+# holds none of the needles, so most patterns never run and are not even looked at).
+_RULES: tuple[Rule, ...] = tuple(rule for _name, rules in LAYERS for rule in rules)
+_ALWAYS = frozenset(i for i, rule in enumerate(_RULES) if not rule.needles)
+_BY_NEEDLE: dict[str, tuple[int, ...]] = {}
+for _i, _rule in enumerate(_RULES):
+    for _needle in _rule.needles:
+        _BY_NEEDLE[_needle] = (*_BY_NEEDLE.get(_needle, ()), _i)
+
+
+def _rules_for(lowered: str) -> list[Rule]:
+    """The rules, in order, that can match a text whose lowercase form is `lowered`."""
+    wanted = set(_ALWAYS)
+    for needle, positions in _BY_NEEDLE.items():
+        if needle in lowered:
+            wanted.update(positions)
+    return [_RULES[i] for i in sorted(wanted)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,12 +70,8 @@ def redact(text: str) -> Redacted:
     """
     found: list[str] = []
     # Replacements only insert markers, which no rule matches, so the original's needles stay valid.
-    lowered = text.lower()
-    present = frozenset(needle for needle in NEEDLES if needle in lowered)
-    for _name, rules in LAYERS:
-        for rule in rules:
-            if rule.may_match(present):
-                text = apply(rule, text, found)
+    for rule in _rules_for(text.lower()):
+        text = apply(rule, text, found)
     return Redacted(text=text, kinds=tuple(dict.fromkeys(found)))
 
 

@@ -33,10 +33,6 @@ class Rule:
     # running the pattern (a substring test is far cheaper than a scan that starts with a look-behind).
     needles: tuple[str, ...] = ()
 
-    def may_match(self, present: frozenset[str]) -> bool:
-        """Whether the text can hold a match, given which of all rules' needles it contains."""
-        return not self.needles or not present.isdisjoint(self.needles)
-
 
 def always(kind: str) -> Classifier:
     """A classifier that accepts every match as ``kind``."""
