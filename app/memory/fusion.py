@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from app.lib.ranking import Fusion
 
 
-@dataclass(frozen=True, slots=True)
-class Relevance:
+@dataclass(slots=True)
+class Relevance:  # one per candidate per recall: not frozen, as recall's other per-candidate values
     """One candidate's two relevance components, on its fusion's scale ([0, 1] each)."""
 
     semantic: float

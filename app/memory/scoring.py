@@ -73,8 +73,8 @@ class ScoreInput:
     keyword_ideal: float = 0.0  # the query's ideal BM25 (app.memory.similarity); 0: no keyword coverage
 
 
-@dataclass(frozen=True, slots=True)
-class Scored:
+@dataclass(slots=True)
+class Scored:  # one per candidate per recall: not frozen, as recall's other per-candidate values
     score: float
     relevance: float
     components: dict[str, float]
