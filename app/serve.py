@@ -20,13 +20,16 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from app.lib.errors import EngramError
 from app.lib.metrics import MULTIPROC_ENV
 
 BACKLOG = 2048  # uvicorn's default
 DEFAULT_HEADER_TIMEOUT_S = 10.0
+# The most bytes a request head (request line and headers) may take. h11 refused a head past its 16 KiB
+# buffer; httptools sets no bound (an 8 MB header was read whole), so the protocol counts them.
+MAX_HEAD_BYTES = 32 * 1024
 
 
 class PortUnavailable(EngramError):
@@ -53,8 +56,19 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-class HeaderTimeoutProtocol(H11Protocol):
-    """uvicorn's h11 protocol with a header timeout (issue 23: 1,000 slow-header connections stayed open).
+class HeadTooLarge(Exception):
+    pass
+
+
+class HeaderTimeoutProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with a header timeout (issue 23: 1,000 slow-header connections stayed
+    open).
+
+    httptools (llhttp, in C) rather than the pure-Python h11: /health's server CPU at 16 clients went from
+    0.47 to 0.33 ms with uvloop beside it (bench.workers --kinds health, three interleaved rounds; the
+    figures are in docs/PERFORMANCE.md). A head is bounded here, as h11 bounded it: once its request
+    target and headers, or the bytes received while they are incomplete, pass `MAX_HEAD_BYTES`, the
+    client gets a 400 and the connection is closed.
 
     uvicorn times out an idle kept-alive connection, but not one that is sending its request's headers:
     a client that sends a byte now and then holds a connection (and its memory) for as long as it likes,
@@ -66,6 +80,38 @@ class HeaderTimeoutProtocol(H11Protocol):
 
     header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S
     _head_timer: asyncio.TimerHandle | None = None
+    _in_head = True  # between a request's first byte and its last header
+    _head_bytes = 0  # bytes received while in the head (a head arriving over several reads)
+    _field_bytes = 0  # bytes of its parsed request target and headers (a head arriving in one read)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self._in_head and not self.transport.is_closing():
+            self._head_bytes += len(data)
+            if self._head_bytes > MAX_HEAD_BYTES:
+                self.send_400_response("Request head too large.")
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._in_head, self._head_bytes, self._field_bytes = True, 0, 0
+
+    def on_url(self, url: bytes) -> None:
+        self._count_field(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._count_field(len(name) + len(value) + 4)  # as sent: `name: value\r\n`
+        super().on_header(name, value)
+
+    def _count_field(self, size: int) -> None:
+        """Raised from a parser callback, the error reaches uvicorn as the parser's own: a 400, closed."""
+        self._field_bytes += size
+        if self._field_bytes > MAX_HEAD_BYTES:
+            raise HeadTooLarge(f"request head over {MAX_HEAD_BYTES} bytes")
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        super().on_headers_complete()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -154,6 +200,7 @@ def run(
     from uvicorn.supervisors import Multiprocess
 
     configure_header_timeout(header_timeout_s)
+    # The loop is uvicorn's "auto": uvloop where it is installed (a dependency, but for Windows).
     common = {"log_level": "warning", "access_log": False, "log_config": None, "http": HeaderTimeoutProtocol}
     try:
         if workers == 1:

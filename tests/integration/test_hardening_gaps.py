@@ -14,6 +14,7 @@ from litestar.testing import AsyncTestClient
 
 from app.lib.settings import Settings
 from app.main import create_app
+from app.serve import MAX_HEAD_BYTES
 from tests.conftest import Api
 from tests.support.database import TestDatabase
 from tests.support.served import free_port, serve_env, serving, wait_ready
@@ -74,6 +75,61 @@ def test_a_slow_header_connection_is_closed_and_a_prompt_one_is_served(
     assert dripped_closed is not None
     assert dripped_closed < 4
     assert prompt_closed is not None
+
+
+def _answer(port: int, request: bytes, reads: int = 1) -> bytes:
+    """The status line the server answers `request` with, sent in `reads` pieces ("" if it closed first)."""
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        step = len(request) // reads + 1
+        try:
+            for start in range(0, len(request), step):
+                sock.sendall(request[start : start + step])
+                if reads > 1:
+                    time.sleep(0.01)  # each piece its own read
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # refused before the rest was sent: the answer is already there
+        sock.settimeout(10)
+        try:
+            return sock.recv(4096).split(b"\r\n", 1)[0]
+        except ConnectionResetError:
+            return b""
+
+
+def test_a_request_head_past_the_bound_is_refused_and_a_large_body_is_not(
+    database: TestDatabase, tmp_path: Path
+) -> None:
+    """httptools reads a head of any size (an 8 MB header was read whole); the protocol bounds it, in one
+    read or over many, by header size and by header count, and leaves bodies to the body limits."""
+    port = free_port()
+    env = serve_env(database, tmp_path, ENGRAM_EMBEDDER="hash")
+
+    def head(header: bytes) -> bytes:
+        return b"GET /health HTTP/1.1\r\nHost: x\r\n" + header + b"\r\n"
+
+    big = b"X-Big: " + b"a" * (MAX_HEAD_BYTES + 10) + b"\r\n"
+    body = json.dumps({"user_id": USER, "query": "a" * (4 * MAX_HEAD_BYTES)}).encode()
+    with serving(["--port", str(port), "--workers", "1"], env, tmp_path) as process:
+        wait_ready(port, process)
+        within = _answer(port, head(b"X-Big: " + b"a" * (MAX_HEAD_BYTES // 2) + b"\r\n"))
+        within_dripped = _answer(port, head(b"X-Big: " + b"a" * (MAX_HEAD_BYTES // 2) + b"\r\n"), reads=20)
+        one_read = _answer(port, head(big))
+        many_reads = _answer(port, head(big), reads=40)
+        # Never finished: refused once past the bound, not held until the header timeout.
+        unfinished = _answer(
+            port, b"GET /health HTTP/1.1\r\nX-Big: " + b"a" * (MAX_HEAD_BYTES + 10), reads=40
+        )
+        many_headers = _answer(port, head(b"".join(b"X-%d: a\r\n" % i for i in range(MAX_HEAD_BYTES // 8))))
+        long_target = _answer(port, b"GET /health?" + b"q" * (MAX_HEAD_BYTES + 10) + b" HTTP/1.1\r\n\r\n")
+        large_body = _answer(
+            port,
+            b"POST /v1/recall HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n" % len(body) + body,
+        )
+    assert (within, within_dripped) == (b"HTTP/1.1 200 OK", b"HTTP/1.1 200 OK")
+    refused = {"one_read": one_read, "many_reads": many_reads, "many_headers": many_headers}
+    refused |= {"unfinished": unfinished, "long_target": long_target}
+    assert refused == dict.fromkeys(refused, b"HTTP/1.1 400 Bad Request")
+    assert large_body == b"HTTP/1.1 401 Unauthorized"  # read whole and answered by the app (no key)
 
 
 async def test_404_and_405_are_logged_without_content(
