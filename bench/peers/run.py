@@ -37,8 +37,8 @@ WARMUP = 5  # unmeasured first calls of each kind (lazy initialisation, cold pag
 TENANT = "peers"
 WRITER = "writer"  # the user single adds go to: no query reads it
 # Engram's single adds over HTTP, after its in-process ones: a user of their own. Into WRITER, each met the
-# in-process add of the same fact (the texts differ in their suffix) and superseded it, work the other
-# systems' adds never did (HTTP 48-55 ms an add against 41-44 in-process, 3 and 5 Dec).
+# in-process add of the same fact (the texts differ in their suffix), a near-duplicate for the write path's
+# supersession check that the other systems' adds never met.
 HTTP_WRITER = "writer-http"
 
 
