@@ -130,7 +130,7 @@ class CandidateRow:
             float(row["rank"] or 0.0),
             row,
             float(row["ideal"] or 0.0),
-            PassageRow.all_of(row) if row["p_ordinals"] else (),
+            PassageRow.all_of(row),
         )
 
     @property
