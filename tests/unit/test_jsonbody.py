@@ -8,7 +8,7 @@ import msgspec
 import pytest
 
 from app.lib.errors import BadRequest, ValidationFailed
-from app.lib.jsonbody import decode_strict, json_depth
+from app.lib.jsonbody import check_depth, decode_strict, json_depth
 
 
 @pytest.mark.parametrize(
@@ -34,6 +34,29 @@ def test_a_body_past_the_limit_is_refused_before_decoding() -> None:
     with pytest.raises(BadRequest, match="nests deeper than 32"):
         decode_strict(deep, list[object], max_depth=32)
     assert decode_strict(b"[" * 32 + b"]" * 32, object, max_depth=32) is not None
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"query": "x"}',
+        b"[[[]]]",
+        b"[[[[]]]]",
+        b'["[[[[", "{{"]',
+        b'[["[[[["]]]',
+        b'[[[[["]"]]]]]',
+        b"[" * 5,
+        b'{"a": {"b": {"c": {"d": 1}}}}',
+    ],
+)
+def test_the_limit_refuses_exactly_what_is_deeper_than_it(raw: bytes) -> None:
+    """The opening-bracket bound that skips the count for small bodies decides as the count would."""
+    for limit in range(2, 7):
+        if json_depth(raw) > limit:
+            with pytest.raises(BadRequest):
+                check_depth(raw, limit)
+        else:
+            check_depth(raw, limit)
 
 
 class Item(msgspec.Struct, forbid_unknown_fields=True):
