@@ -1,7 +1,7 @@
 """Recall on a table shared by scopes of very different sizes: the plans PostgreSQL chooses and what
 they cost.
 
-    python -m bench.plans [--small 200] [--large 10000] [--queries 150]
+    python -m bench.plans [--small 200] [--large 10000] [--queries 150] [--grow 8000]
 
 One tenant's user with `--small` memories and another's with `--large` (hash embedder) in one database;
 then the service in-process (bench.perf's probe: one transaction per recall, reinforcement in the
@@ -9,7 +9,11 @@ background) recalls `--queries` times in each scope, the first 20 not counted. R
 and p95 latency, this process's CPU and the database's (every process of its server, after a VACUUM
 ANALYZE of the seeded rows; run it on an otherwise idle database) per recall; then, for each pooled connection, how many times each of recall's
 statements ran on a generic and on a custom plan (`pg_prepared_statements`). A custom plan is planned
-again on every run. Results: bench/results/plans/.
+again on every run. With `--grow N`, another user of the small scope's tenant then remembers N memories and
+the small scope is measured twice more: at once, on the statistics of before (as during the minute until
+autovacuum analyzes the table), and after an `ANALYZE`. With `--large 0` the small scope is alone in the
+table beforehand (a new installation), the case where stale statistics mislead the planner:
+`python -m bench.plans --large 0 --grow 8000`. Results: bench/results/plans/.
 """
 
 from __future__ import annotations
@@ -26,13 +30,17 @@ import asyncpg
 import psutil
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
+from sqlalchemy.ext.asyncio import async_sessionmaker
 
+from app.db.session import create_engine, set_tenant
 from app.embeddings.hashing import HashEmbedder
 from app.lib.settings import Settings
+from app.memory.models import RememberInput
+from app.tenancy.types import TenantId
 from bench.common import bench_database, machine, write_results
 from bench.perf.data import Scope
 from bench.perf.measure import Probe, served
-from bench.recall_latency import TOPICS, seed
+from bench.recall_latency import TOPICS, _service, seed
 from bench.workers import tree_cpu
 
 WARM_UP = 20
@@ -59,16 +67,18 @@ async def _postmaster(owner_url: str) -> int:
         await conn.close()
 
 
-async def _settle(owner_url: str) -> None:
+async def _settle(owner_url: str, command: str = "VACUUM ANALYZE") -> None:
     """Vacuum and analyze after seeding, so autovacuum's work is not counted as recall's."""
     conn = await asyncpg.connect(owner_url)
     try:
-        await conn.execute("VACUUM ANALYZE")
+        await conn.execute(command)
     finally:
         await conn.close()
 
 
-async def run(owner_url: str, app_url: str, sizes: dict[str, int], queries: int) -> dict[str, Any]:
+async def run(
+    owner_url: str, app_url: str, sizes: dict[str, int], queries: int, grow: int = 0
+) -> dict[str, Any]:
     scopes = {label: (await seed(app_url, owner_url, n))[0] for label, n in sizes.items()}
     postmaster = await _postmaster(owner_url)
     await _settle(owner_url)
@@ -87,25 +97,53 @@ async def run(owner_url: str, app_url: str, sizes: dict[str, int], queries: int)
         async with served(app_url, settings, HashEmbedder(), settings.db_pool_size) as service:
             for label, tenant in scopes.items():
                 scope = Scope(uuid.UUID(str(tenant)), "bench-user", sizes[label])
-                latencies = []
-                for i, query in enumerate(texts):
-                    if i == WARM_UP:
-                        cpu, db = time.process_time(), tree_cpu(postmaster)
-                    started = time.perf_counter()
-                    await service.recall(Probe(scope, query))
-                    latencies.append((time.perf_counter() - started) * 1000)
-                counted = len(texts) - WARM_UP
-                cells[label] = {
-                    "memories": sizes[label],
-                    "p50_ms": round(statistics.median(latencies[WARM_UP:]), 2),
-                    "p95_ms": round(sorted(latencies[WARM_UP:])[int(0.95 * counted)], 2),
-                    "app_cpu_ms": round((time.process_time() - cpu) / counted * 1000, 2),
-                    "db_cpu_ms": round((tree_cpu(postmaster) - db) / counted * 1000, 2),
-                }
+                cells[label] = await _cell(service, scope, texts, postmaster)
+            if grow:
+                small = Scope(uuid.UUID(str(scopes["small"])), "bench-user", sizes["small"])
+                await grow_beside(app_url, scopes["small"], grow)
+                cells[f"small, beside {grow} new rows"] = await _cell(service, small, texts, postmaster)
+                await _settle(owner_url, "ANALYZE")
+                cells[f"small, beside {grow} rows, analyzed"] = await _cell(service, small, texts, postmaster)
             plans = await _plans(drivers.values())
     finally:
         event.remove(Engine, "before_cursor_execute", note_connection)
     return {"scopes": cells, "plans": plans}
+
+
+async def _cell(service: Any, scope: Scope, texts: list[str], postmaster: int) -> dict[str, Any]:
+    """Recall `texts` in `scope`, the first WARM_UP not counted: latency, and CPU per recall."""
+    latencies = []
+    for i, query in enumerate(texts):
+        if i == WARM_UP:
+            cpu, db = time.process_time(), tree_cpu(postmaster)
+        started = time.perf_counter()
+        await service.recall(Probe(scope, query))
+        latencies.append((time.perf_counter() - started) * 1000)
+    counted = len(texts) - WARM_UP
+    return {
+        "memories": scope.size,
+        "p50_ms": round(statistics.median(latencies[WARM_UP:]), 2),
+        "p95_ms": round(sorted(latencies[WARM_UP:])[int(0.95 * counted)], 2),
+        "app_cpu_ms": round((time.process_time() - cpu) / counted * 1000, 2),
+        "db_cpu_ms": round((tree_cpu(postmaster) - db) / counted * 1000, 2),
+    }
+
+
+async def grow_beside(app_url: str, tenant: TenantId, n: int) -> None:
+    """`n` memories of another user of `tenant`, in batches of 500 (as an import or a busy user writes)."""
+    engine = create_engine(app_url)
+    settings, embedder, rng = Settings(embedder="hash"), HashEmbedder(), random.Random(7)
+    try:
+        for start in range(0, n, 500):
+            async with async_sessionmaker(engine, expire_on_commit=False)() as session, session.begin():
+                await set_tenant(session, tenant)
+                items = [
+                    RememberInput(user_id="other-user", content=f"note {start + i}: {rng.choice(TOPICS)}")
+                    for i in range(min(500, n - start))
+                ]
+                await _service(session, tenant, settings, embedder).remember_many(items)
+    finally:
+        await engine.dispose()
 
 
 async def _plans(connections: Any) -> list[dict[str, Any]]:
@@ -152,12 +190,13 @@ def main() -> None:
     parser.add_argument("--small", type=int, default=200)
     parser.add_argument("--large", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=150)
+    parser.add_argument("--grow", type=int, default=0, help="then this many rows beside the small scope")
     args = parser.parse_args()
     if args.queries <= WARM_UP:
         parser.error(f"--queries must be more than the {WARM_UP} warm-up recalls")
-    sizes = {"small": args.small, "large": args.large}
+    sizes = {"small": args.small, "large": args.large} if args.large else {"small": args.small}
     with bench_database() as (owner_url, app_url):
-        result = asyncio.run(run(owner_url, app_url, sizes, args.queries))
+        result = asyncio.run(run(owner_url, app_url, sizes, args.queries, args.grow))
     payload = {**result, "queries": args.queries, "machine": machine()}
     markdown = render(result)
     print(markdown)

@@ -8,7 +8,10 @@ database, one tenant, one user holding `--memories` memories (a small scope). Lo
 (unique contents), or GET /health (the HTTP stack alone: `--kinds health,recall`), back to back for
 `--seconds` per cell. CPU per request: user + system CPU time of the
 server's processes (the parent and its workers) and of the database's over the cell, divided by the
-requests served. `--profile` samples the single worker with py-spy during a 16-client recall cell and
+requests served. After a remember cell the bench runs `ANALYZE` on the tables it grew, as autovacuum
+would within its naptime (a minute): a cell grows `memories` from 200 rows to thousands, and on the
+statistics of the 200 the planner scans the whole table for a 200-row scope (recall's database CPU
+3-7x for that minute; docs/PERFORMANCE.md). `--profile` samples the single worker with py-spy during a 16-client recall cell and
 keeps the functions with the most inclusive samples. Results: bench/results/workers/.
 """
 
@@ -35,6 +38,7 @@ from typing import Any
 
 import httpx
 import psutil
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from app.db.session import create_engine
@@ -279,6 +283,8 @@ def main() -> None:
                         script = {"recall": recall_lua, "remember": REMEMBER_LUA, "health": HEALTH_LUA}[kind]
                         r = cell(script, key, port, clients, args.seconds, [process.pid, db])
                         rows.append({"workers": workers, "clients": clients, "kind": kind, **r})
+                        if kind == "remember":
+                            asyncio.run(_analyze(owner_url))
                         print(json.dumps(rows[-1]), flush=True)
                 if args.profile and workers == 1:
                     top = asyncio.run(
@@ -295,6 +301,18 @@ async def _tenant(owner_url: str) -> str:
         async with async_sessionmaker(engine)() as session, session.begin():
             created = await admin.create_tenant(session, f"bench-{int(time.time())}")
         return created.plaintext
+    finally:
+        await engine.dispose()
+
+
+async def _analyze(owner_url: str) -> None:
+    """Statistics for the rows a remember cell wrote (what autovacuum does within its naptime)."""
+    engine = create_engine(owner_url, pool_size=1, max_overflow=0)
+    try:
+        async with engine.connect() as conn:
+            await (await conn.execution_options(isolation_level="AUTOCOMMIT")).execute(
+                text("ANALYZE memories, memory_events, memory_access")
+            )
     finally:
         await engine.dispose()
 
