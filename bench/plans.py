@@ -6,9 +6,9 @@ they cost.
 One tenant's user with `--small` memories and another's with `--large` (hash embedder) in one database;
 then the service in-process (bench.perf's probe: one transaction per recall, reinforcement in the
 background) recalls `--queries` times in each scope, the first 20 not counted. Reported per scope: p50
-and p95 latency, this process's CPU and the database's (every process of its server, after a VACUUM
-ANALYZE of the seeded rows; run it on an otherwise idle database) per recall; then, for each pooled connection, how many times each of recall's
-statements ran on a generic and on a custom plan (`pg_prepared_statements`). A custom plan is planned
+and p95 latency, this process's CPU and the database's backends' (its own processes, autovacuum among
+them, apart; after a VACUUM ANALYZE of the seeded rows) per recall; then, for each pooled connection, how
+many times each of recall's statements ran on a generic and on a custom plan (`pg_prepared_statements`). A custom plan is planned
 again on every run. With `--grow N`, another user of the small scope's tenant then remembers N memories and
 the small scope is measured twice more: at once, on the statistics of before (as during the minute until
 autovacuum analyzes the table), and after an `ANALYZE`. With `--large 0` the small scope is alone in the
@@ -41,7 +41,7 @@ from bench.common import bench_database, machine, write_results
 from bench.perf.data import Scope
 from bench.perf.measure import Probe, served
 from bench.recall_latency import TOPICS, _service, seed
-from bench.workers import tree_cpu
+from bench.workers import db_cpu
 
 WARM_UP = 20
 # Recall's statements, by how their text begins.
@@ -115,7 +115,7 @@ async def _cell(service: Any, scope: Scope, texts: list[str], postmaster: int) -
     latencies = []
     for i, query in enumerate(texts):
         if i == WARM_UP:
-            cpu, db = time.process_time(), tree_cpu(postmaster)
+            cpu, db = time.process_time(), db_cpu(postmaster)
         started = time.perf_counter()
         await service.recall(Probe(scope, query))
         latencies.append((time.perf_counter() - started) * 1000)
@@ -125,7 +125,8 @@ async def _cell(service: Any, scope: Scope, texts: list[str], postmaster: int) -
         "p50_ms": round(statistics.median(latencies[WARM_UP:]), 2),
         "p95_ms": round(sorted(latencies[WARM_UP:])[int(0.95 * counted)], 2),
         "app_cpu_ms": round((time.process_time() - cpu) / counted * 1000, 2),
-        "db_cpu_ms": round((tree_cpu(postmaster) - db) / counted * 1000, 2),
+        "db_cpu_ms": round((db_cpu(postmaster)[0] - db[0]) / counted * 1000, 2),
+        "db_background_cpu_ms": round((db_cpu(postmaster)[1] - db[1]) / counted * 1000, 2),
     }
 
 
@@ -169,11 +170,11 @@ async def _plans(connections: Any) -> list[dict[str, Any]]:
 
 def render(result: dict[str, Any]) -> str:
     lines = [
-        "| scope | memories | p50 / p95 ms | app CPU ms/recall | database CPU ms/recall |",
+        "| scope | memories | p50 / p95 ms | app CPU ms/recall | database CPU ms/recall (background) |",
         "|---|---|---|---|---|",
     ]
     lines += [
-        f"| {label} | {c['memories']} | {c['p50_ms']} / {c['p95_ms']} | {c['app_cpu_ms']} | {c['db_cpu_ms']} |"
+        f"| {label} | {c['memories']} | {c['p50_ms']} / {c['p95_ms']} | {c['app_cpu_ms']} | {c['db_cpu_ms']} ({c['db_background_cpu_ms']}) |"
         for label, c in result["scopes"].items()
     ]
     lines += ["", "| connection | statement | generic plans | custom plans |", "|---|---|---|---|"]
