@@ -25,6 +25,7 @@ async def build_embedder(settings: Settings) -> Embedder:
     if choice == "local":
         local = await LocalEmbedder.load(
             threads=settings.local_threads,
+            parallel=settings.local_parallel(),
             runtime=settings.local_runtime,
             cache_dir=settings.data_dir / "models",
         )

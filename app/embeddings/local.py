@@ -95,14 +95,27 @@ class Encoder(Protocol):
         """Each text's vector and its spans' vectors, pooled from the text's own token vectors."""
         ...
 
+    def close(self) -> None:
+        """Release the runtime's own threads, if it keeps any."""
+        ...
+
 
 def load_encoder(
-    path: Path, *, runtime: LocalRuntime, cache_dir: Path, threads: int, batch_size: int = 64
+    path: Path,
+    *,
+    runtime: LocalRuntime,
+    cache_dir: Path,
+    threads: int,
+    batch_size: int = 64,
+    parallel: int = 1,
 ) -> Encoder:
-    """The `runtime` asked for; ``onnx`` falls back to torch (with a warning line) if it cannot be used."""
+    """The `runtime` asked for; ``onnx`` falls back to torch (with a warning line) if it cannot be used.
+    ``parallel``: model calls one ONNX encode runs at once (`app.embeddings.onnx_encoder`)."""
     if runtime == "onnx":
         try:
-            return prepare_onnx(path, cache_dir, name=MODEL_NAME, threads=threads, batch_size=batch_size)
+            return prepare_onnx(
+                path, cache_dir, name=MODEL_NAME, threads=threads, batch_size=batch_size, parallel=parallel
+            )
         except Exception as exc:  # noqa: BLE001 - any failure of the faster runtime means torch, logged
             log.warning("local_onnx_unavailable", fallback="torch", reason=f"{type(exc).__name__}: {exc}")
     return TorchEncoder(
@@ -163,10 +176,12 @@ class LocalEmbedder:
         threads: int = 0,
         runtime: LocalRuntime = "onnx",
         cache_dir: Path | None = None,
+        parallel: int = 1,
     ) -> LocalEmbedder:
         """Load the bundled weights (or ``model_path``) in a worker thread.
 
-        ``threads`` > 0 sets the runtime's intra-op threads (``ENGRAM_LOCAL_THREADS``); ``runtime`` is
+        ``threads`` > 0 sets the runtime's intra-op threads (``ENGRAM_LOCAL_THREADS``); ``parallel`` the
+        model calls one ONNX encode runs at once (``ENGRAM_LOCAL_PARALLEL_CALLS``); ``runtime`` is
         ``ENGRAM_LOCAL_RUNTIME``; ONNX exports are kept in ``cache_dir`` (default `DEFAULT_CACHE_DIR`).
         """
         if not local_embedder_available():
@@ -182,11 +197,13 @@ class LocalEmbedder:
             cache_dir=cache_dir if cache_dir is not None else DEFAULT_CACHE_DIR,
             threads=threads,
             batch_size=batch_size,
+            parallel=parallel,
         )
         log.info(
             "local_embedder_loaded",
             runtime=encoder.runtime,
             threads=threads,
+            parallel=parallel,
             seconds=round(time.perf_counter() - started, 2),
         )
         return cls(encoder)
@@ -270,5 +287,7 @@ class LocalEmbedder:
 
     async def aclose(self) -> None:
         """Drop the model so its memory can be reclaimed, and let the encoding thread end (idempotent)."""
-        self._encoder = None
+        encoder, self._encoder = self._encoder, None
         self._executor.shutdown(wait=False)
+        if encoder is not None:
+            encoder.close()

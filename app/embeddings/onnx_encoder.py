@@ -16,14 +16,23 @@ development machine (1 MiB of L2 per core), 100 facts of ~93 tokens cost 47.8 ms
 of up to 64 rows, 22.4 ms in calls of up to 256 tokens; 64 short queries, 10.2 ms a query in one call,
 6.1 ms in calls of up to 256 tokens, and 7.6 ms one by one (docs/PERFORMANCE.md).
 
+How the calls of one encode run: one at a time on the calling thread, or, with ``parallel`` > 1, on that
+many threads at once (each call on ``threads`` intra-op threads). The session runs concurrent calls
+safely and releases the GIL while it computes, so a batch write uses every core where intra-op threads
+split each small matrix product too finely to pay: 100 facts of ~97 tokens, 11.7 ms a fact on one
+thread, 8.6 on one call's two intra-op threads, 6.1 on two calls at once (2 cores). A one-call encode (a
+query) never leaves the calling thread.
+
 ``onnxruntime`` and ``tokenizers`` are imported inside the constructor (the ``local`` extra).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -41,6 +50,8 @@ TOKENS = "tokens"
 # Padded tokens one model call may compute (rows x the longest row): flat from 256 to 512 on the
 # development machine, 7% slower at 1024, 20% at 2048 (CPU time per fact, one intra-op thread).
 MAX_BATCH_TOKENS = 256
+
+T = TypeVar("T")
 
 
 def session_options(threads: int) -> onnxruntime.SessionOptions:
@@ -76,6 +87,7 @@ class OnnxEncoder:
         max_seq_length: int,
         threads: int = 0,
         batch_size: int = 64,
+        parallel: int = 1,
     ) -> None:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         import onnxruntime as ort
@@ -103,15 +115,36 @@ class OnnxEncoder:
         self.batch_size = batch_size
         self.max_batch_tokens = MAX_BATCH_TOKENS
         self.max_seq_length = max_seq_length
+        self.parallel = max(1, parallel)
+        self._pool: ThreadPoolExecutor | None = None
+
+    def close(self) -> None:
+        """Let the threads of parallel calls end (idempotent; the encoder stays usable, on one thread)."""
+        pool, self._pool, self.parallel = self._pool, None, 1
+        if pool is not None:
+            pool.shutdown(wait=False)
+
+    def _each(self, chunks: list[list[int]], call: Callable[[list[int]], T]) -> Iterator[T]:
+        """`call` of every chunk, in order: on the calling thread, or on `parallel` threads at once."""
+        if self.parallel == 1 or len(chunks) == 1:
+            return map(call, chunks)
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.parallel, thread_name_prefix="engram-onnx")
+        return self._pool.map(call, chunks)
 
     def encode(self, texts: list[str]) -> list[list[float]]:
         """Unit-norm vectors of `texts`, in order."""
         encodings = self._tokenizer.encode_batch(texts)
         lengths = [len(e.ids) for e in encodings]
         vectors: list[list[float]] = [[] for _ in texts]
-        for chunk in calls(lengths, self.max_batch_tokens, self.batch_size):
+
+        def call(chunk: list[int]) -> list[list[float]]:
             (embedding,) = self._run([encodings[i] for i in chunk], [OUTPUT])
             rows: list[list[float]] = embedding.tolist()
+            return rows
+
+        chunks = calls(lengths, self.max_batch_tokens, self.batch_size)
+        for chunk, rows in zip(chunks, self._each(chunks, call), strict=True):
             for index, row in zip(chunk, rows, strict=True):
                 vectors[index] = row
         return vectors
@@ -122,8 +155,10 @@ class OnnxEncoder:
         encodings = self._tokenizer.encode_batch([item.text for item in items])
         lengths = [len(e.ids) for e in encodings]
         pooled: list[Pooled] = [([], []) for _ in items]
-        for chunk in calls(lengths, self.max_batch_tokens, self.batch_size):
+
+        def call(chunk: list[int]) -> list[Pooled]:
             embedding, hidden = self._run([encodings[i] for i in chunk], [OUTPUT, TOKENS])
+            out: list[Pooled] = []
             for row, index in enumerate(chunk):
                 e = encodings[index]
                 vectors = pool_spans(
@@ -133,7 +168,13 @@ class OnnxEncoder:
                     items[index].spans,
                     complete=not e.overflowing,
                 )
-                pooled[index] = (embedding[row].tolist(), vectors)
+                out.append((embedding[row].tolist(), vectors))
+            return out
+
+        chunks = calls(lengths, self.max_batch_tokens, self.batch_size)
+        for chunk, results in zip(chunks, self._each(chunks, call), strict=True):
+            for index, result in zip(chunk, results, strict=True):
+                pooled[index] = result
         return with_apart(items, pooled, self.encode)
 
     def _run(self, encodings: list[Any], outputs: list[str]) -> list[np.ndarray[Any, np.dtype[np.float32]]]:

@@ -131,7 +131,7 @@ def _check(encoder: OnnxEncoder, texts: list[str], reference: list[list[float]])
 
 
 def prepare_onnx(
-    model_dir: Path, cache_dir: Path, *, name: str, threads: int, batch_size: int = 64
+    model_dir: Path, cache_dir: Path, *, name: str, threads: int, batch_size: int = 64, parallel: int = 1
 ) -> OnnxEncoder:
     """An encoder on the cached export of `model_dir` (`name`-`key`.onnx under `cache_dir`), exporting
     and checking it first when there is none or the cached one fails its check."""
@@ -143,7 +143,14 @@ def prepare_onnx(
 
     def encoder(path: Path) -> OnnxEncoder:
         tokenizer = model_dir / "tokenizer.json"
-        return OnnxEncoder(path, tokenizer, max_seq_length=max_length, threads=threads, batch_size=batch_size)
+        return OnnxEncoder(
+            path,
+            tokenizer,
+            max_seq_length=max_length,
+            threads=threads,
+            batch_size=batch_size,
+            parallel=parallel,
+        )
 
     with _exclusive(graph.with_suffix(".lock")):
         if graph.is_file() and record_file.is_file():

@@ -67,6 +67,9 @@ class TorchEncoder:
         self._tokenizer_file = tokenizer_file  # the model's tokenizer.json: `encode_spans` needs offsets
         self._tokenizer: Any = None
 
+    def close(self) -> None:
+        """Nothing to release: each encode runs on the calling thread (torch's pool is process-wide)."""
+
     def encode(self, texts: list[str]) -> list[list[float]]:
         """Unit-norm vectors of `texts`, in order."""
         set_torch_threads(self.threads)  # on this thread: the setting is per thread

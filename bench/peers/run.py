@@ -255,7 +255,9 @@ def run_dataset(
             settings = Settings(embedder="local")
             # As the service loads it; the thread count is process-wide, so mem0 and the plain script in
             # this process run with it too (the HTTP server applies the same setting in its own process).
-            embedder = await LocalEmbedder.load(model_path, threads=settings.local_threads)
+            embedder = await LocalEmbedder.load(
+                model_path, threads=settings.local_threads, parallel=settings.local_parallel()
+            )
             set_torch_threads(settings.local_threads)  # this thread: mem0's and the plain script's encodes
             out["torch_threads"] = torch_threads()
             engine = create_engine(app_url, pool_size=4, max_overflow=0)

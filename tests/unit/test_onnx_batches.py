@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from app.embeddings.base import Spanned
 from app.embeddings.local import MODEL_NAME, bundled_model_path
 from app.embeddings.onnx_encoder import MAX_BATCH_TOKENS, OnnxEncoder
 from app.embeddings.onnx_export import prepare_onnx
@@ -49,8 +51,12 @@ class RecordingSession:
 
 
 @pytest.fixture(scope="module")
-def encoder(tmp_path_factory: pytest.TempPathFactory) -> OnnxEncoder:
-    cache: Path = tmp_path_factory.mktemp("onnx-batches")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("onnx-batches")
+
+
+@pytest.fixture(scope="module")
+def encoder(cache: Path) -> OnnxEncoder:
     return prepare_onnx(bundled_model_path(), cache, name=MODEL_NAME, threads=1)
 
 
@@ -109,3 +115,76 @@ def test_the_cut_changes_no_vector_and_no_order(encoder: OnnxEncoder) -> None:
     alone = [encoder.encode([t])[0] for t in texts]
     assert len(batched) == len(texts)
     assert min(cosine(a, b) for a, b in zip(batched, alone, strict=True)) >= 1 - 1e-5
+
+
+class ThreadRecordingSession(RecordingSession):
+    """The real session, recording the thread of every call and whether another call was running."""
+
+    def __init__(self, session: Any) -> None:
+        super().__init__(session)
+        self.threads: set[str] = set()
+        self.running = 0
+        self.overlapped = False
+        self._lock = threading.Lock()
+
+    def run(self, names: list[str], feeds: dict[str, Any]) -> Any:
+        with self._lock:
+            self.threads.add(threading.current_thread().name)
+            self.running += 1
+            self.overlapped = self.overlapped or self.running > 1
+        try:
+            return super().run(names, feeds)
+        finally:
+            with self._lock:
+                self.running -= 1
+
+
+@pytest.fixture(scope="module")
+def parallel(cache: Path) -> Iterator[tuple[OnnxEncoder, ThreadRecordingSession]]:
+    """The same export, loaded to run two model calls at once."""
+    twin = prepare_onnx(bundled_model_path(), cache, name=MODEL_NAME, threads=1, parallel=2)
+    twin._session = recorder = ThreadRecordingSession(twin._session)  # type: ignore[assignment]
+    yield twin, recorder
+    twin.close()
+
+
+def reset(session: ThreadRecordingSession) -> ThreadRecordingSession:
+    session.threads.clear()
+    session.overlapped = False
+    return session
+
+
+def test_parallel_calls_run_at_once_and_change_no_vector_and_no_order(
+    encoder: OnnxEncoder, parallel: tuple[OnnxEncoder, ThreadRecordingSession]
+) -> None:
+    twin, session = parallel[0], reset(parallel[1])
+    texts = facts(100, seed=3)
+    recording(encoder)
+    alone = encoder.encode(texts)
+    together = twin.encode(texts)
+    assert len(session.threads) == 2
+    assert threading.current_thread().name not in session.threads
+    assert session.overlapped, "no two model calls ran at the same time"
+    assert min(cosine(a, b) for a, b in zip(together, alone, strict=True)) >= 1 - 1e-6
+
+
+def test_parallel_span_calls_keep_every_passage_in_place(
+    encoder: OnnxEncoder, parallel: tuple[OnnxEncoder, ThreadRecordingSession]
+) -> None:
+    twin, session = parallel[0], reset(parallel[1])
+    texts = facts(30, seed=4)
+    items = [Spanned(t, ((0, len(t) // 2), (len(t) // 2, len(t)))) for t in texts]
+    recording(encoder)
+    alone = encoder.encode_spans(items)
+    together = twin.encode_spans(items)
+    assert len(session.threads) == 2
+    for a, b in zip(together, alone, strict=True):
+        assert cosine(a.vector, b.vector) >= 1 - 1e-6
+        assert len(a.spans) == len(b.spans) == 2
+        assert min(cosine(x, y) for x, y in zip(a.spans, b.spans, strict=True)) >= 1 - 1e-6
+
+
+def test_a_query_stays_on_the_calling_thread(parallel: tuple[OnnxEncoder, ThreadRecordingSession]) -> None:
+    twin, session = parallel[0], reset(parallel[1])
+    twin.encode(["where do I live?"])
+    assert session.threads == {threading.current_thread().name}
