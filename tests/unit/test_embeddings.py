@@ -244,14 +244,22 @@ async def test_local_embedder_closed_raises() -> None:
         runtime = "test"
         threads = 0
 
+        closed = 0
+
         def encode(self, texts: list[str]) -> list[list[float]]:
             raise AssertionError("closed embedder must not encode")
 
-    embedder = LocalEmbedder(_Never())
+        def close(self) -> None:
+            self.closed += 1
+
+    encoder = _Never()
+    embedder = LocalEmbedder(encoder)
     await embedder.aclose()
+    assert encoder.closed == 1  # the runtime's own threads are released with the embedder
     with pytest.raises(EmbeddingError, match="closed"):
         await embedder.embed(["x"])
     await embedder.aclose()  # idempotent
+    assert encoder.closed == 1
 
 
 async def test_torch_thread_setting_applies_where_it_encodes(torch_embedder: LocalEmbedder) -> None:
