@@ -63,7 +63,7 @@ class Candidates:
                 continue
             if m.privacy == Privacy.SENSITIVE and not self.request.include_sensitive:
                 continue
-            prefix = line_prefix(m)
+            prefix = _prefix(m)
             if m.status == MemoryStatus.SUPERSEDED:
                 prefix += superseded_mark(m.columns["valid_to"])
             self._rows.append((m, prefix))
@@ -108,12 +108,31 @@ class Candidates:
                     excerpt=None if passage is None else _excerpt(m, prefix, prefix_tokens, passage),
                 )
             )
-        return sorted(items, key=lambda i: (i.valid_from, i.content_hash, i.ref.id.bytes), reverse=True)
+        return sorted(items, key=lambda i: (i.valid_from, i.content_hash, i.ref.id.int), reverse=True)
 
     def _slot(self, m: CandidateRow) -> tuple[str, str] | None:
         if m.subject is None or (self.past and m.status == MemoryStatus.SUPERSEDED):
             return None
         return (m.subject, m.type)
+
+
+# A memory's line prefix by (type, subject, content digest): whether the subject adds meaning reads every
+# word of the content (`lines.label`), the same for every recall that finds the memory. The digest is of
+# the normalised content, whose words are the content's lower-cased words, all the label reads.
+_PREFIXES: dict[tuple[str, str, str], str] = {}
+_PREFIXES_MAX = 20_000  # ~3 MB; emptied when full
+
+
+def _prefix(m: CandidateRow) -> str:
+    if m.subject is None:
+        return line_prefix(m)  # the type alone: nothing to read
+    key = (m.type, m.subject, m.content_hash)
+    prefix = _PREFIXES.get(key)
+    if prefix is None:
+        if len(_PREFIXES) >= _PREFIXES_MAX:
+            _PREFIXES.clear()
+        prefix = _PREFIXES[key] = line_prefix(m)
+    return prefix
 
 
 def shown_passage(

@@ -15,7 +15,8 @@ joined context exactly, so a wrong stored count could never break a token budget
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import date, datetime
+from functools import lru_cache
 from typing import Protocol
 
 from app.lib.tokens import content_tokens, line_body
@@ -60,7 +61,12 @@ _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
 
 
 def _day(when: datetime) -> str:
-    day = when.date()
+    return _day_text(when.date())
+
+
+@lru_cache(maxsize=4096)
+def _day_text(day: date) -> str:
+    """A recall's candidates fall on few days: each day's text is made once."""
     return f"{day.day} {_MONTHS[day.month - 1]} {day.year}"
 
 

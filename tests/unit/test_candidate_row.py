@@ -1,11 +1,21 @@
 """CandidateRow.of passes a candidate statement's columns by position: each field must get the column of
-its own name, whatever order the fields are declared in."""
+its own name, whatever order the fields are declared in. And the line a
+candidate renders is its own, however recall remembers the parts it repeats."""
 
 from __future__ import annotations
 
 import dataclasses
+import uuid
+from datetime import UTC, datetime
 
+from app.lib.ranking import RankingPolicy
+from app.lib.settings import ScoringWeights
+from app.lib.tokens import TokenCounter, content_tokens
+from app.memory.candidate_set import Candidates
+from app.memory.models import RecallInput
+from app.memory.slots import content_hash
 from app.store.candidates import CandidateRow, PassageRow
+from app.vocabulary import MemoryStatus, MemoryType, Privacy
 
 # The fields `of` derives rather than copies, and the column each comes from.
 DERIVED = {"cosine": "cosine", "keyword_rank": "rank", "keyword_ideal": "ideal"}
@@ -49,3 +59,40 @@ def test_passages_come_with_their_matched_ranks() -> None:
     )
     candidate = CandidateRow.of(row)  # type: ignore[arg-type]
     assert candidate.passages == (PassageRow(0, 0, 40, 9, 0.5, 0.0), PassageRow(1, 40, 90, 11, None, 2.5))
+
+
+def _candidate(subject: str, content: str, status: MemoryStatus = MemoryStatus.ACTIVE) -> CandidateRow:
+    when = datetime(2026, 3, 1, tzinfo=UTC)
+    return CandidateRow(
+        uuid.uuid4(), MemoryType.FACT, subject, content, status, 0.5, 0.5, 0.9, Privacy.PUBLIC, None, when,
+        None, content_hash(content), content_tokens(content), 0.4, 0.0,
+        {"valid_to": when if status == MemoryStatus.SUPERSEDED else None},  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+def test_a_remembered_prefix_is_the_one_its_memory_renders() -> None:
+    """Recall keeps prefixes by type, subject and content digest (the label reads the content's words):
+    each line still shows what `line_prefix` makes of its own memory, seen once or again."""
+    rows = [
+        _candidate("home city", "I live in Porto (home city)."),  # names its subject: no label
+        _candidate("home city", "I moved to Lisbon last spring."),  # the same slot, another text
+        _candidate("home city", "i live in  PORTO (home city)"),  # the first one's digest
+        _candidate("home city", "I moved to Lisbon last spring.", MemoryStatus.SUPERSEDED),
+    ]
+    now = datetime(2026, 3, 2, tzinfo=UTC)
+    for _ in range(2):  # the second pass reads what the first remembered
+        candidates = Candidates(
+            RecallInput(user_id="u", query="where do I live"),
+            RankingPolicy(weights=ScoringWeights()),
+            TokenCounter(),
+            now,
+        )
+        candidates.add(rows)
+        lines = {item.ref.content: item.line for item in candidates.items() if not item.ref.superseded}
+        assert lines == {
+            "I live in Porto (home city).": "- I live in Porto (home city).",
+            "I moved to Lisbon last spring.": "- [home city] I moved to Lisbon last spring.",
+            "i live in  PORTO (home city)": "- i live in PORTO (home city)",
+        }
+        superseded = [item.line for item in candidates.items() if item.ref.superseded]
+        assert superseded == ["- [home city] (superseded 1 Mar 2026) I moved to Lisbon last spring."]
