@@ -52,12 +52,15 @@ async def provide_principal(
     request: Request[object, object, State], transaction: NamedDependency[AsyncSession]
 ) -> Principal:
     limiter = services_of(request.app.state).limiter
-    slots = limiter.defaults.concurrent_requests if limiter is not None else None
-    principal = await authenticate(transaction, request.headers.get("authorization"), slots)
+    authorization = request.headers.get("authorization")
+    if limiter is None:
+        principal = await authenticate(transaction, authorization)
+    else:
+        principal, admission = await limiter.authenticate(authorization)
     request.scope["state"]["tenant_id"] = str(principal.tenant)
     structlog.contextvars.bind_contextvars(tenant_id=str(principal.tenant))
     if limiter is not None:
-        await limiter.admit(transaction, principal, request.scope["state"])
+        await limiter.enter(transaction, principal, admission, request.scope["state"])
     return principal
 
 

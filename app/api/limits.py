@@ -1,12 +1,12 @@
-"""Admission of an authenticated request: the tenant's request bucket, a turn of this worker, and one of
+"""Admission of a request: its key and the tenant's request bucket, a turn of this worker, and one of
 the tenant's concurrency slots, in that order (app/store/limits.py holds the SQL).
 
-1. Bucket: one statement on an autocommit connection of a small pool of its own (the request's
+1. Key and bucket: one statement on an autocommit connection of a small pool of its own (the request's
    transaction would hold the bucket row's lock to its end and serialise the tenant's requests).
-   Empty: 429 `rate_limited` with Retry-After.
+   Unknown key: 401. Empty bucket: 429 `rate_limited` with Retry-After.
 2. Turn (per worker, `worker_slots`, app/lib/fairness.py): at most that many requests of the worker
-   work at once; a freed slot goes to the waiting tenant with the fewest in flight. A request that must
-   wait hands its connection back first, so waiting requests hold none. None within `limit_queue_s`:
+   work at once; a freed slot goes to the waiting tenant with the fewest in flight. The request's
+   transaction has not begun, so waiting requests hold no connection. None within `limit_queue_s`:
    429 `concurrency_limited`. A remote model call hands the turn back while it waits (`yielding`).
 3. Concurrency slot (every process, `concurrent_requests`): an advisory lock of the request's own
    transaction. None free: the request waits (without its connection) up to `limit_queue_s`, then
@@ -25,20 +25,19 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from app.agent.providers.base import ChatProvider, ChatTurn, Message, Tool
-from app.lib.errors import ConcurrencyLimited, RateLimited
+from app.lib.errors import ConcurrencyLimited, RateLimited, Unauthorized
 from app.lib.fairness import Turn, Turns
 from app.lib.settings import Settings
 from app.store.limits import (
     Admission,
     Limits,
     StoredCounts,
-    admit,
+    authenticate_and_admit,
     bind_and_claim,
-    claim_slot,
     memories_stored,
     tokens_spent,
 )
-from app.tenancy.auth import Principal
+from app.tenancy.auth import UNKNOWN_KEY, Principal, key_hash_of
 from app.tenancy.types import TenantId
 
 TURN_KEY = "engram.turn"
@@ -68,63 +67,62 @@ class Limiter:
     async def dispose(self) -> None:
         await self._owned.dispose()
 
-    async def admit(
-        self, session: AsyncSession, principal: Principal, state: MutableMapping[str, Any]
-    ) -> Admission:
-        """Admit the request or raise a 429; `state` (the request's) gets what releases it.
-
-        `principal.slot` is the concurrency slot authentication took (`authenticate(..., slots)`).
-        """
-        tenant = principal.tenant
+    async def authenticate(self, authorization: str | None) -> tuple[Principal, Admission]:
+        """The header's key resolved and one request taken from its tenant's bucket, in one statement on
+        the bucket's autocommit pool (no transaction of the request's yet): 401 for an unknown key."""
+        key_hash = key_hash_of(authorization)
         async with self.engine.connect() as conn:
-            admission = await admit(conn, tenant, self.defaults)
+            found = await authenticate_and_admit(conn, key_hash, self.defaults)
+        if found is None:
+            raise Unauthorized(UNKNOWN_KEY)
+        tenant, key_id, admission = found
+        return Principal(tenant, key_id), admission
+
+    async def enter(
+        self,
+        session: AsyncSession,
+        principal: Principal,
+        admission: Admission,
+        state: MutableMapping[str, Any],
+    ) -> None:
+        """Admit the authenticated request (`authenticate`'s answer) or raise a 429: the bucket's word,
+        then a turn of this worker, then the request's transaction bound to the tenant with one of its
+        concurrency slots. `state` (the request's) gets what releases it.
+
+        The transaction begins only once the request has its turn: a request that waits holds no
+        connection and has none to hand back."""
+        tenant = principal.tenant
         if not admission.admitted:
             raise RateLimited(
                 f"over the tenant's limit of {admission.limits.requests_per_minute} requests per minute",
                 admission.retry_after_s,
             )
         deadline = time.monotonic() + self.queue_s
-        holds_slot = principal.slot is not None and principal.slot > 0
-        bound = True  # the transaction authentication began is bound to the tenant
         if self.turns is not None:
-            if not self.turns.admits(tenant):
-                await _hand_back(session)  # the slot and the binding go with the transaction
-                holds_slot = bound = False
             turn = await self.turns.take(tenant, self.queue_s)
             if turn is None:
                 raise ConcurrencyLimited(f"no turn of this worker came within {self.queue_s:g} s; retry", 1.0)
             state[TURN_KEY] = turn
-        if not bound or (admission.limits.concurrent_requests > 0 and not holds_slot):
-            await self._claim(session, tenant, admission.limits, bound, deadline, state)
+        await self._claim(session, tenant, admission.limits, deadline, state)
         state[ADMISSION_KEY] = admission
-        return admission
 
     async def _claim(
         self,
         session: AsyncSession,
         tenant: TenantId,
         limits: Limits,
-        bound: bool,
         deadline: float,
         state: MutableMapping[str, Any],
     ) -> None:
-        """Bind the transaction to `tenant` unless it is (`bound`) and take one of its concurrency slots,
-        waiting without a connection while all are held. A new transaction is bound and claims in one
-        statement (`engram_claim_slot`), so a request that waited for its turn costs one round trip more,
-        not two."""
+        """Bind the transaction to `tenant` and take one of its concurrency slots in one statement
+        (`engram_claim_slot`), waiting without a connection while all are held."""
         pause = 0.005
         while True:
-            if bound:
-                taken = await claim_slot(session, tenant, limits.concurrent_requests)
-            else:
-                taken = await bind_and_claim(session, tenant, self.defaults.concurrent_requests) >= 0
-                bound = True
-            if taken:
+            if await bind_and_claim(session, tenant, self.defaults.concurrent_requests) >= 0:
                 return
             if time.monotonic() + pause > deadline:
                 raise _busy(limits)
             await _hand_back(session)
-            bound = False
             async with _paused(state.get(TURN_KEY)):  # the tenant's own wait: not the worker's work
                 await asyncio.sleep(pause * (0.5 + random.random()))  # noqa: S311 (jitter, not a secret)
             pause = min(pause * 2, 0.1)

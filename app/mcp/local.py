@@ -86,13 +86,10 @@ class LocalRunner:
             raise
 
     async def _run(self, tool: Tool, arguments: Arguments, caller: Caller) -> ToolResult:
-        services = self.services
-        limiter = services.limiter
-        slots = limiter.defaults.concurrent_requests if limiter is not None else None
         admitted: dict[str, Any] = {}  # the call's turn of the worker, as a request's scope state
         async with self.sessions() as session:
             try:
-                result = await self._call(session, tool, arguments, caller, slots, admitted)
+                result = await self._call(session, tool, arguments, caller, admitted)
             except BaseException:
                 await session.rollback()
                 raise
@@ -108,16 +105,19 @@ class LocalRunner:
         tool: Tool,
         arguments: Arguments,
         caller: Caller,
-        slots: int | None,
         admitted: dict[str, Any],
     ) -> ToolResult:
         """The call inside its unit of work: admitted under the tenant's limits like a REST request
         (rate, the worker's turn, concurrency; quotas through the context), then run."""
         services = self.services
-        principal = await authenticate(session, f"Bearer {caller.key}", slots)
+        limiter, authorization = services.limiter, f"Bearer {caller.key}"
         limits = None
-        if services.limiter is not None:
-            limits = (await services.limiter.admit(session, principal, admitted)).limits
+        if limiter is None:
+            principal = await authenticate(session, authorization)
+        else:
+            principal, admission = await limiter.authenticate(authorization)
+            await limiter.enter(session, principal, admission, admitted)
+            limits = admission.limits
         ctx = services.context(session, principal.tenant, f"key:{principal.key_id}", limits)
         scope = ToolScope(
             user_id=caller.user_id,

@@ -9,11 +9,12 @@ rollback, or by PostgreSQL when the connection dies, so a killed process leaks n
 from __future__ import annotations
 
 import time
+import uuid
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import Row, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from app.lib.errors import MemoryQuotaExceeded, TokenQuotaExceeded
@@ -22,15 +23,12 @@ from app.tenancy.types import TenantId
 LIMIT_FIELDS = ("requests_per_minute", "concurrent_requests", "max_memories", "tokens_per_day")
 TOKEN_WINDOW = timedelta(days=1)
 
-_ADMIT = text(
-    "SELECT retry_after_s, requests_per_minute, concurrent_requests, max_memories, tokens_per_day,"
-    " bucket_tokens FROM engram_admit(:tenant, :rpm, :concurrent, :memories, :tokens)"
-)
-# The first free slot of the tenant's `n` (two int4 keys: a key space apart from the write path's
-# bigint slot locks). The scan stops at the first lock taken (LIMIT 1 pulls one row).
-_CLAIM = text(
-    "SELECT s FROM generate_series(1, CAST(:n AS integer)) AS s"
-    " WHERE pg_try_advisory_xact_lock(hashtext(CAST(:tenant AS text)), s) LIMIT 1"
+# The key resolved (SECURITY DEFINER: RLS does not hide the key row) and a request taken from its
+# tenant's bucket, in one statement: no row for an unknown or revoked key, and then no bucket is touched.
+_AUTHENTICATE_AND_ADMIT = text(
+    "SELECT a.tenant_id, a.key_id, d.retry_after_s, d.requests_per_minute, d.concurrent_requests,"
+    " d.max_memories, d.tokens_per_day, d.bucket_tokens FROM engram_authenticate(:key_hash) a"
+    " CROSS JOIN LATERAL engram_admit(a.tenant_id, :rpm, :concurrent, :memories, :tokens) d"
 )
 # A new transaction bound to the tenant and one of its slots taken, in one statement (migration 0009):
 # 0 no cap, n one of n taken, -n all n held.
@@ -80,20 +78,28 @@ class Admission:
         return self.retry_after_s <= 0
 
 
-async def admit(conn: AsyncConnection, tenant: TenantId, defaults: Limits) -> Admission:
-    """Take one request from the tenant's bucket (autocommit `conn`: the row is locked for one statement)."""
-    row = (
-        await conn.execute(
-            _ADMIT,
-            {
-                "tenant": tenant,
-                "rpm": defaults.requests_per_minute,
-                "concurrent": defaults.concurrent_requests,
-                "memories": defaults.max_memories,
-                "tokens": defaults.tokens_per_day,
-            },
-        )
-    ).one()
+async def authenticate_and_admit(
+    conn: AsyncConnection, key_hash: str, defaults: Limits
+) -> tuple[TenantId, uuid.UUID, Admission] | None:
+    """One request taken from the bucket of the tenant of the key whose hash is `key_hash` (autocommit
+    `conn`: the bucket's row is locked for one statement), with the key's tenant and id; None for an
+    unknown or revoked key."""
+    row = (await conn.execute(_AUTHENTICATE_AND_ADMIT, {"key_hash": key_hash, **_defaults(defaults)})).first()
+    if row is None:
+        return None
+    return TenantId(row.tenant_id), row.key_id, _admission(row)
+
+
+def _defaults(defaults: Limits) -> dict[str, int]:
+    return {
+        "rpm": defaults.requests_per_minute,
+        "concurrent": defaults.concurrent_requests,
+        "memories": defaults.max_memories,
+        "tokens": defaults.tokens_per_day,
+    }
+
+
+def _admission(row: Row[Any]) -> Admission:
     limits = Limits(
         int(row.requests_per_minute),
         int(row.concurrent_requests),
@@ -101,11 +107,6 @@ async def admit(conn: AsyncConnection, tenant: TenantId, defaults: Limits) -> Ad
         int(row.tokens_per_day),
     )
     return Admission(limits, float(row.retry_after_s), row.bucket_tokens)
-
-
-async def claim_slot(session: AsyncSession, tenant: TenantId, slots: int) -> bool:
-    """Hold one of the tenant's `slots` concurrency slots until this transaction ends."""
-    return (await session.execute(_CLAIM, {"n": slots, "tenant": str(tenant)})).first() is not None
 
 
 async def bind_and_claim(session: AsyncSession, tenant: TenantId, default_slots: int) -> int:

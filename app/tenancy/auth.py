@@ -14,23 +14,20 @@ from app.tenancy.types import TenantId
 
 # Resolving the key binds the transaction to its tenant in the same statement (one round trip): the
 # function is SECURITY DEFINER, so RLS does not hide the key row; every later statement sees the binding.
+# (Under the tenant limits, the key is resolved with the request bucket instead: app/store/limits.py.)
 AUTHENTICATE = text(
     "SELECT tenant_id, key_id, set_config('app.tenant_id', tenant_id::text, true) AS bound "
     "FROM engram_authenticate(:key_hash)"
 )
-# The same, taking one of the tenant's concurrency slots too (`engram_claim_slot`, migration 0009).
-AUTHENTICATE_AND_CLAIM = text(
-    "SELECT tenant_id, key_id, set_config('app.tenant_id', tenant_id::text, true) AS bound, "
-    "engram_claim_slot(tenant_id, :slots) AS slot FROM engram_authenticate(:key_hash)"
-)
+
+
+UNKNOWN_KEY = "invalid or revoked API key"
 
 
 @dataclass(frozen=True, slots=True)
 class Principal:
     tenant: TenantId
     key_id: uuid.UUID
-    # The concurrency slot taken with the key (`slots` given): 0 no cap, n taken of n, -n all n held.
-    slot: int | None = None
 
 
 def bearer_token(authorization: str | None) -> str:
@@ -44,22 +41,18 @@ def bearer_token(authorization: str | None) -> str:
     return token
 
 
-async def authenticate(
-    session: AsyncSession, authorization: str | None, slots: int | None = None
-) -> Principal:
-    """Resolve the key and bind the session's transaction to its tenant (RLS context); with `slots`
-    (the default concurrency cap), take one of the tenant's concurrency slots in the same statement."""
+def key_hash_of(authorization: str | None) -> str:
+    """The stored hash of the header's key; 401 for a header that cannot hold one (no statement runs)."""
     token = bearer_token(authorization)
     if not token.startswith(KEY_PREFIX) or len(token) > 200:
         raise Unauthorized("invalid API key")
-    if slots is None:
-        row = (await session.execute(AUTHENTICATE, {"key_hash": hash_key(token)})).first()
-    else:
-        row = (
-            await session.execute(AUTHENTICATE_AND_CLAIM, {"key_hash": hash_key(token), "slots": slots})
-        ).first()
+    return hash_key(token)
+
+
+async def authenticate(session: AsyncSession, authorization: str | None) -> Principal:
+    """Resolve the key and bind the session's transaction to its tenant (RLS context)."""
+    key_hash = key_hash_of(authorization)
+    row = (await session.execute(AUTHENTICATE, {"key_hash": key_hash})).first()
     if row is None:
-        raise Unauthorized("invalid or revoked API key")
-    return Principal(
-        tenant=TenantId(row.tenant_id), key_id=row.key_id, slot=row.slot if slots is not None else None
-    )
+        raise Unauthorized(UNKNOWN_KEY)
+    return Principal(tenant=TenantId(row.tenant_id), key_id=row.key_id)
