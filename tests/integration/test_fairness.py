@@ -1,20 +1,23 @@
 """A worker's turns over HTTP (app/lib/fairness.py, app/api/limits.py): with one slot per worker, a
 request that waits on something outside the worker (a remote model's answer, its tenant's concurrency
-slot held elsewhere) hands its turn back, so another tenant's request is served meanwhile."""
+slot held elsewhere) hands its turn back, so another tenant's request is served meanwhile; and a request
+waiting for a turn has begun no transaction."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
 from pydantic import SecretStr
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.lib.settings import Settings
 from app.main import create_app
+from app.memory.slots import slot_lock_key
 from tests.conftest import NewTenant
 from tests.support.live_server import serve_in_thread
 from tests.support.scripted_openai import ChatStep, ScriptedOpenAI
@@ -123,3 +126,43 @@ async def test_an_open_event_stream_holds_no_turn_of_the_worker(
                 assert listed.status_code == 200, listed.text
                 mine = await a.get("/v1/memories", params={"user_id": USER})
                 assert mine.status_code == 200, mine.text
+
+
+async def test_a_request_waiting_for_the_workers_turn_has_run_no_statement_and_holds_no_connection(
+    settings: Settings, new_tenant: NewTenant, owner_engine: AsyncEngine
+) -> None:
+    """Its key and its tenant's bucket are one statement on the limits' own pool; the request's
+    transaction begins only with its turn, so a queue of waiting requests holds none of the pool (and
+    costs no transaction begun and rolled back each). One worker turn, held by a remember that waits on
+    its slot's lock (taken here as another process's write would hold it)."""
+    tenant, key = await new_tenant()
+    slot = slot_lock_key(str(tenant), USER, None, "home city", "fact")
+    app = create_app(settings.model_copy(update={"worker_slots": 1, "limit_queue_s": 10.0}))
+    engine: AsyncEngine = app.state.engine
+    statements: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        statements.append(statement)
+
+    with serve_in_thread(app) as url:
+        async with _client(url, key) as a, owner_engine.connect() as holder:
+            await holder.begin()
+            await holder.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"), {"k": slot})
+            fact = {"user_id": USER, "content": "I live in Lisbon", "type": "fact", "subject": "home city"}
+            writing = asyncio.create_task(a.post("/v1/memories", json=fact))
+            await asyncio.sleep(0.5)  # the remember has the turn and waits on the lock
+            event.listen(engine.sync_engine, "before_cursor_execute", record)
+            try:
+                waiting = asyncio.create_task(a.get("/v1/memories", params={"user_id": USER}))
+                await asyncio.sleep(0.5)
+                assert not writing.done()
+                assert not waiting.done()
+                assert statements == []  # nothing on the service's pool for the waiting request
+                assert engine.pool.checkedout() == 1  # type: ignore[attr-defined]  # the remember's
+                await holder.rollback()
+                written, listed = await writing, await waiting
+            finally:
+                event.remove(engine.sync_engine, "before_cursor_execute", record)
+    assert written.status_code == 201, written.text
+    assert listed.status_code == 200, listed.text
+    assert [m["content"] for m in listed.json()["items"]] == ["I live in Lisbon"]
