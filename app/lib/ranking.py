@@ -46,6 +46,10 @@ class RankingPolicy:
     # weights.semantic and weights.keyword).
     fused_semantic_weight: float = 0.35
     fused_keyword_weight: float = 0.35
+    # What a candidate's neighbours in its conversation (the memories of its session just before and after
+    # it) add to its score: this times their best relevance share (app.memory.scoring). 0.15 against the
+    # 0.70 its own relevance can add: a memory's own match always counts more than its neighbour's.
+    neighbour_weight: float = 0.15
     # Standing memories (pinned, critical rules, constraints) enter a context whatever the question only
     # within this share of its budget (app.memory.packing); past it, on relevance like any memory.
     standing_share: float = 0.25
@@ -75,6 +79,7 @@ class RankingPolicy:
             fused_semantic_weight=settings.fused_semantic_weight,
             fused_keyword_weight=settings.fused_keyword_weight,
             standing_share=settings.standing_share,
+            neighbour_weight=settings.neighbour_weight,
             passage_tokens=settings.passage_tokens,
             passages_first=settings.passage_packing == "passages",
         )

@@ -165,6 +165,9 @@ class Settings(BaseSettings):
     rrf_k: int = Field(default=60, ge=1)
     fused_semantic_weight: float = 0.35  # the normalised, minmax and rrf fusions' weights
     fused_keyword_weight: float = 0.35
+    # What a memory's neighbours in its session add to its score: this times their best relevance share
+    # (docs/RANKING.md, "Session neighbours"; 0: nothing).
+    neighbour_weight: float = Field(default=0.15, ge=0, le=1)
     # The share of a recall's budget that standing memories (pinned, critical rules, constraints) may
     # take whatever the question; past it they compete on relevance like any memory.
     standing_share: float = Field(default=0.25, ge=0, le=1)

@@ -9,12 +9,12 @@ from datetime import datetime
 
 from app.lib.ranking import RankingPolicy
 from app.lib.tokens import TokenCounter
-from app.memory.fusion import best_unit, cosine_bounds, fuse
+from app.memory.fusion import Relevance, best_unit, cosine_bounds, fuse
 from app.memory.lines import day_header, line_body, line_prefix, superseded_mark
 from app.memory.models import RecallInput
 from app.memory.packing import Excerpt, PackItem
 from app.memory.passages import Span, excerpt
-from app.memory.scoring import score
+from app.memory.scoring import relevance_share, score
 from app.store.candidates import CandidateRow, PassageRow
 from app.vocabulary import MemoryStatus, MemoryType, Privacy
 
@@ -85,9 +85,17 @@ class Candidates:
         weights = policy.relevance_weights()
         low, high = cosine_bounds(policy.fusion, [m.cosine for m in rows], self.cosine_floor)
         span = high - low if high > low else 1.0
+        neighbours = _neighbours(rows, fused, weights) if policy.neighbour_weight > 0 else None
         items: list[PackItem[CandidateRow]] = []
-        for (m, prefix), relevance in zip(self._rows, fused, strict=True):
-            s = score(m, now=self.now, policy=policy, project_id=request.project_id, fused=relevance)
+        for index, ((m, prefix), relevance) in enumerate(zip(self._rows, fused, strict=True)):
+            s = score(
+                m,
+                now=self.now,
+                policy=policy,
+                project_id=request.project_id,
+                fused=relevance,
+                neighbour=neighbours[index] if neighbours is not None else 0.0,
+            )
             passage = shown_passage(m, best_bm25, weights, span)
             prefix_tokens = self.counter.count(prefix)
             self.components[m.id] = s.components
@@ -114,6 +122,26 @@ class Candidates:
         if m.subject is None or (self.past and m.status == MemoryStatus.SUPERSEDED):
             return None
         return (m.subject, m.type)
+
+
+def _neighbours(
+    rows: Sequence[CandidateRow], fused: Sequence[Relevance], weights: tuple[float, float]
+) -> list[float]:
+    """Each candidate's neighbours' best relevance share: the best among the candidates of its user and
+    session observed at its `prev_at` or `next_at` (0 where none is a candidate). Only a candidate with
+    a neighbour time has a session, and only one with a session can be another's neighbour (one alone in
+    its session is no one's)."""
+    in_session = [(m, relevance) for m, relevance in zip(rows, fused, strict=True) if m.prev_at or m.next_at]
+    best: dict[tuple[str, str, datetime], float] = {}
+    for m, relevance in in_session:
+        key = (m.columns["user_id"], m.columns["session_id"], m.valid_from)
+        best[key] = max(best.get(key, 0.0), relevance_share(relevance, weights))
+    found: dict[uuid.UUID, float] = {}
+    for m, _ in in_session:
+        user, session = m.columns["user_id"], m.columns["session_id"]
+        around = [best.get((user, session, at), 0.0) for at in (m.prev_at, m.next_at) if at is not None]
+        found[m.id] = max(around, default=0.0)
+    return [found.get(m.id, 0.0) for m in rows]
 
 
 # A memory's line prefix by (type, subject, content digest): whether the subject adds meaning reads every

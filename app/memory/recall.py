@@ -173,6 +173,7 @@ class Recaller:
             k1=policy.bm25_k1,
             b=policy.bm25_b,
             moment=moment,
+            neighbours=policy.neighbour_weight > 0,
         )
         candidates = Candidates(
             request, policy, ctx.counter, now, past=moment.past, cosine_floor=ctx.relevance_floor()
@@ -241,6 +242,7 @@ def _without_keywords(query: CandidateQuery) -> CandidateQuery:
         query.now,
         query.keyword_cap,
         moment=query.moment,
+        neighbours=query.neighbours,
     )
 
 

@@ -3,12 +3,16 @@
 score = w_s*semantic + w_k*keyword + w.recency*recency + w.salience*effective_salience
       + w.importance*importance + w.confidence*confidence + type_prior + w.project_match*project_match
       + w.pinned_bonus*(pinned or critical) - w.privacy_penalty*(private)
+      + neighbour_weight*neighbour
 semantic and keyword are the fusion's components (app.memory.fusion; w_s, w_k:
 `RankingPolicy.relevance_weights`). relevance (what the minimum-relevance floor applies to) is the one
 similarity of app.memory.similarity for a question, max(cosine, saturated BM25), under every fusion:
 how much the
 memory is about the query, whatever its salience and whatever the other candidates (a normalised or
 rank-based component is 1 for the best match of any query, relevant or not).
+neighbour is the best relevance share (`relevance_share`) of the memory's neighbours in its conversation,
+the memories of its session just before and after it: a turn answering a question is often found by the
+turn that asked it.
 """
 
 from __future__ import annotations
@@ -87,6 +91,13 @@ def decay(value: float, age_days: float, half_life_days: float | None) -> float:
     return value * math.pow(0.5, max(age_days, 0.0) / half_life_days)
 
 
+def relevance_share(fused: Relevance, weights: tuple[float, float]) -> float:
+    """How relevant a candidate is by its two fused components alone, in [0, 1]: their weighted mean."""
+    w_semantic, w_keyword = weights
+    total = w_semantic + w_keyword
+    return (w_semantic * fused.semantic + w_keyword * fused.keyword) / total if total > 0 else 0.0
+
+
 def keyword_score(rank: float, saturation: float) -> float:
     """Map an unbounded text rank to [0, 1) so one keyword hit is comparable across queries."""
     return saturate(rank, saturation)
@@ -103,9 +114,11 @@ def score(
     policy: RankingPolicy,
     project_id: str | None,
     fused: Relevance | None = None,
+    neighbour: float = 0.0,
 ) -> Scored:
     """The score of one candidate, with every component that went into it. `fused`: its relevance
-    components from `fusion.fuse` over the recall's candidates; None: the weighted fusion's."""
+    components from `fusion.fuse` over the recall's candidates; None: the weighted fusion's.
+    `neighbour`: its neighbours' best `relevance_share` (0: none among the candidates)."""
     weights = policy.weights
     cosine = clamp(item.cosine)
     saturated = keyword_score(item.keyword_rank, policy.keyword_saturation)
@@ -132,6 +145,7 @@ def score(
         "project_match": project_match,
         "pinned_bonus": 1.0 if item.protected else 0.0,
         "privacy_penalty": 1.0 if item.privacy == Privacy.PRIVATE else 0.0,
+        "neighbour": neighbour,
         # What the relevance is made of: max(cosine, bm25 / (bm25 + saturation)); and the coverage, what
         # two memories' similarity compares (app.memory.similarity).
         "cosine": cosine,
@@ -148,6 +162,7 @@ def score(
         + weights.project_match * project_match
         + weights.pinned_bonus * components["pinned_bonus"]
         - weights.privacy_penalty * components["privacy_penalty"]
+        + policy.neighbour_weight * neighbour
     )
     relevance = similarity(cosine, keyword_evidence)
     return Scored(score=round(total, 6), relevance=round(relevance, 6), components=components)

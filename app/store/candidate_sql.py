@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import Float, Integer, column
+from sqlalchemy import DateTime, Float, Integer, column
 
 from app.store.bm25 import NO_KEYWORD_CTES, bm25_ctes
 from app.store.moments import moment_sql
@@ -43,7 +43,7 @@ CANDIDATE_SELECT = f"""SELECT {MEMORY_SQL}, m.content_tokens,
                        CASE WHEN m.embed_model = :embed_model AND m.embedding IS NOT NULL
                             THEN 1 - (m.embedding <=> CAST(:qvec AS vector)) END AS cosine,
                        coalesce(r.rank, 0) AS rank, coalesce(r.ideal, 0) AS ideal, r.p_matched,
-                       r.p_matched_ranks, ps.*"""
+                       r.p_matched_ranks, ps.*, nb.*"""
 # Each candidate's passages (none: NULL arrays) with their cosine, one primary-key range each.
 _PASSAGES_JOIN = """LEFT JOIN LATERAL (
                     SELECT array_agg(p.ordinal ORDER BY p.ordinal) AS p_ordinals,
@@ -59,6 +59,23 @@ _NO_PASSAGES_JOIN = """CROSS JOIN (
                     SELECT NULL::smallint[] AS p_ordinals, NULL::int[] AS p_starts, NULL::int[] AS p_ends,
                            NULL::int[] AS p_tokens, NULL::float8[] AS p_cosines
                 ) ps"""
+# When each candidate's neighbours in its conversation were observed: the latest time before its own and
+# the earliest after it among the rows recall reads of its user and session (index ix_memories_session,
+# migration 0013); NULL without a session or a neighbour. A message split into several memories, or the
+# facts drawn from one message, share its time, so a neighbour is every memory of the message before or
+# after. `{rows}`: those rows' filter, over the unaliased `memories`.
+_NEIGHBOURS_JOIN = """LEFT JOIN LATERAL (
+                    SELECT (SELECT max(valid_from) FROM memories
+                            WHERE {rows} AND memories.user_id = m.user_id
+                              AND memories.session_id = m.session_id
+                              AND memories.valid_from < m.valid_from) AS prev_at,
+                           (SELECT min(valid_from) FROM memories
+                            WHERE {rows} AND memories.user_id = m.user_id
+                              AND memories.session_id = m.session_id
+                              AND memories.valid_from > m.valid_from) AS next_at
+                    WHERE m.session_id IS NOT NULL
+                ) nb ON true"""
+_NO_NEIGHBOURS_JOIN = "CROSS JOIN (SELECT NULL::timestamptz AS prev_at, NULL::timestamptz AS next_at) nb"
 CANDIDATE_RESULT = (
     *(result_column(c) for c in MEMORY_COLUMNS),
     column("content_tokens", Integer),
@@ -67,18 +84,22 @@ CANDIDATE_RESULT = (
     column("ideal", Float),
     *(column(c) for c in ("p_matched", "p_matched_ranks", "p_ordinals", "p_starts", "p_ends")),
     *(column(c) for c in ("p_tokens", "p_cosines")),
+    column("prev_at", DateTime(timezone=True)),
+    column("next_at", DateTime(timezone=True)),
 )
 
 
 @dataclass(frozen=True, slots=True)
 class Shape:
     """What one recall's statements are built for: the scope, the moment, whether the query has words
-    (`tsquery`) and whether the scope has long memories (`passages`)."""
+    (`tsquery`), whether the scope has long memories (`passages`) and whether candidates' neighbours
+    count (`neighbours`)."""
 
     scope: Scope
     moment: Moment = PRESENT
     tsquery: bool = True
     passages: bool = True
+    neighbours: bool = True
 
     @property
     def rows(self) -> str:
@@ -87,6 +108,11 @@ class Shape:
     def passages_join(self) -> str:
         """The join (of a loaded memory `m`) that adds its passages' columns."""
         return _PASSAGES_JOIN if self.passages else _NO_PASSAGES_JOIN
+
+    def neighbours_join(self) -> str:
+        """The join (of a loaded memory `m`) that adds when its neighbours were observed, `prev_at` and
+        `next_at` (NULL for every row when the policy gives neighbours no weight)."""
+        return _NEIGHBOURS_JOIN.format(rows=self.rows) if self.neighbours else _NO_NEIGHBOURS_JOIN
 
     def scope_matches(self) -> str:
         """The text half (CTEs `scored` and `kw`, app.store.bm25) on its own scan of the scope, which

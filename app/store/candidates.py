@@ -107,6 +107,10 @@ class CandidateRow:
     columns: RowMapping  # every column the API shows
     keyword_ideal: float = 0.0  # the query's ideal BM25 (app.memory.similarity); 0: the text did not match
     passages: tuple[PassageRow, ...] = ()  # a long memory's passages, in order, with their raw scores
+    # When its neighbours in its conversation were observed: the memories of its user and session just
+    # before and just after it in time (None: no session, or none there).
+    prev_at: datetime | None = None
+    next_at: datetime | None = None
 
     @classmethod
     def of(cls, row: RowMapping) -> CandidateRow:
@@ -131,6 +135,8 @@ class CandidateRow:
             row,
             float(row["ideal"] or 0.0),
             PassageRow.all_of(row),
+            row["prev_at"],
+            row["next_at"],
         )
 
     @property
@@ -161,13 +167,14 @@ class CandidateQuery:
     k1: float = 1.2
     b: float = 0.75
     moment: Moment = PRESENT  # which rows count as current (the present: live ones)
+    neighbours: bool = True  # look up when each candidate's neighbours in its session were observed
 
     @property
     def shape(self) -> Shape:
         """What its statements are built for. Passages are left out only where the scope's statistics
         say it has no long memory (for a large scope they can be a minute old, as its counts)."""
         passages = self.stats is None or self.stats.long > 0
-        return Shape(self.scope, self.moment, bool(self.tsquery), passages)
+        return Shape(self.scope, self.moment, bool(self.tsquery), passages, self.neighbours)
 
     def params(self) -> dict[str, Any]:
         params = {
@@ -260,6 +267,7 @@ class RecallStore:
                 )
                 {CANDIDATE_SELECT}
                 FROM memories m JOIN ids r ON r.id = m.id {ACCESS_JOIN} {shape.passages_join()}
+                {shape.neighbours_join()}
                 WHERE m.tenant_id = :tenant AND m.id = ANY (ARRAY(SELECT id FROM ids))"""
         )
         # One round trip; plain rows (see CandidateRow). The rows are fetched by primary key from the
@@ -276,7 +284,7 @@ class RecallStore:
             f"""WITH {shape.scope_matches()}
                 {CANDIDATE_SELECT}
                 FROM kw r JOIN memories m ON m.tenant_id = :tenant AND m.id = r.id {ACCESS_JOIN}
-                {shape.passages_join()}"""
+                {shape.passages_join()} {shape.neighbours_join()}"""
         )
         rows = (await self.session.execute(sql, query.params())).mappings().all()
         return [CandidateRow.of(row) for row in rows]
