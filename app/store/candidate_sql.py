@@ -17,7 +17,7 @@ from app.store.bm25 import NO_KEYWORD_CTES, bm25_ctes
 from app.store.moments import moment_sql
 from app.store.scope import owners_sql, scope_sql
 from app.store.sql import MEMORY_COLUMNS, MEMORY_SQL, model_literal, result_column
-from app.vocabulary import PRESENT, Moment, Scope
+from app.vocabulary import LIVE_STATUSES, PRESENT, Moment, Scope
 
 
 def recall_scope(scope: Scope, moment: Moment = PRESENT) -> str:
@@ -59,20 +59,23 @@ _NO_PASSAGES_JOIN = """CROSS JOIN (
                     SELECT NULL::smallint[] AS p_ordinals, NULL::int[] AS p_starts, NULL::int[] AS p_ends,
                            NULL::int[] AS p_tokens, NULL::float8[] AS p_cosines
                 ) ps"""
+_LIVE_N = "n.status IN (" + ", ".join(f"'{s}'" for s in LIVE_STATUSES) + ")"
 # When each candidate's neighbours in its conversation were observed: the latest time before its own and
-# the earliest after it among the rows recall reads of its user and session (index ix_memories_session,
-# migration 0013); NULL without a session or a neighbour. A message split into several memories, or the
-# facts drawn from one message, share its time, so a neighbour is every memory of the message before or
-# after. `{rows}`: those rows' filter, over the unaliased `memories`.
-_NEIGHBOURS_JOIN = """LEFT JOIN LATERAL (
-                    SELECT (SELECT max(valid_from) FROM memories
-                            WHERE {rows} AND memories.user_id = m.user_id
-                              AND memories.session_id = m.session_id
-                              AND memories.valid_from < m.valid_from) AS prev_at,
-                           (SELECT min(valid_from) FROM memories
-                            WHERE {rows} AND memories.user_id = m.user_id
-                              AND memories.session_id = m.session_id
-                              AND memories.valid_from > m.valid_from) AS next_at
+# the earliest after it among its user's live memories of its session (a forgotten or superseded message
+# no longer stands between two turns), whatever the recall's scope or moment. NULL without a session or a
+# neighbour. Each is one probe of the partial index ix_memories_session (migration 0013), which it reads
+# alone: its predicate is the probe's `session_id` and `status` conditions.
+_NEIGHBOURS_JOIN = f"""LEFT JOIN LATERAL (
+                    SELECT (SELECT n.valid_from FROM memories n
+                            WHERE n.tenant_id = m.tenant_id AND n.user_id = m.user_id
+                              AND n.session_id IS NOT NULL AND n.session_id = m.session_id
+                              AND {_LIVE_N} AND n.valid_from < m.valid_from
+                            ORDER BY n.valid_from DESC LIMIT 1) AS prev_at,
+                           (SELECT n.valid_from FROM memories n
+                            WHERE n.tenant_id = m.tenant_id AND n.user_id = m.user_id
+                              AND n.session_id IS NOT NULL AND n.session_id = m.session_id
+                              AND {_LIVE_N} AND n.valid_from > m.valid_from
+                            ORDER BY n.valid_from LIMIT 1) AS next_at
                     WHERE m.session_id IS NOT NULL
                 ) nb ON true"""
 _NO_NEIGHBOURS_JOIN = "CROSS JOIN (SELECT NULL::timestamptz AS prev_at, NULL::timestamptz AS next_at) nb"
@@ -112,7 +115,7 @@ class Shape:
     def neighbours_join(self) -> str:
         """The join (of a loaded memory `m`) that adds when its neighbours were observed, `prev_at` and
         `next_at` (NULL for every row when the policy gives neighbours no weight)."""
-        return _NEIGHBOURS_JOIN.format(rows=self.rows) if self.neighbours else _NO_NEIGHBOURS_JOIN
+        return _NEIGHBOURS_JOIN if self.neighbours else _NO_NEIGHBOURS_JOIN
 
     def scope_matches(self) -> str:
         """The text half (CTEs `scored` and `kw`, app.store.bm25) on its own scan of the scope, which

@@ -9,7 +9,8 @@ Each memory carries its source turn in `tags` (`turn:<id>`); a unit that was ded
 existing memory adds its turn to that memory's turns. Extracted mode applies the extractor's forget
 requests before the facts of the same call, as `POST /v1/memories/extract` does.
 
-Questions are asked one day after the conversation's last turn. Each recall runs in its own transaction
+After each conversation's ingestion the store's tables are analyzed (`EngramStore.settle`), as
+autovacuum would have done before a real user asks. Questions are asked one day after the conversation's last turn. Each recall runs in its own transaction
 that is rolled back: recall reinforces what it returns, and one question's reinforcement must not move
 the next question's ranking (questions are independent samples, not a session).
 """
@@ -24,6 +25,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from app.context import RequestContext
@@ -75,6 +77,19 @@ class EngramStore:
 
     async def close(self) -> None:
         await self.engine.dispose()
+
+    async def settle(self) -> None:
+        """ANALYZE the tables a conversation's ingestion grew, as autovacuum does within a minute of such
+        a write in a running service (migration 0006 lowers its threshold for `memories`). Without it
+        every question of the run is planned on the statistics of the empty tables the migrations
+        indexed (no rows), a state a service is in only for its first minute."""
+        owner = create_engine(self.owner_url, pool_size=1, max_overflow=0)
+        try:
+            async with owner.connect() as conn:
+                await conn.execute(text("ANALYZE memories, memory_passages, memory_access"))
+                await conn.commit()
+        finally:
+            await owner.dispose()
 
     @asynccontextmanager
     async def transaction(self, *, commit: bool) -> AsyncIterator[AsyncSession]:

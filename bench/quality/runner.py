@@ -253,6 +253,7 @@ class Runner:
             started = time.perf_counter()
             source = Source.IMPORT if mode == "raw" else Source.EXTRACT
             await engram.ingest(user, calls, forgets, source=source)
+            await engram.store.settle()
             self._timed(f"ingest:{embedder.label}", started)
         at = conv.end + QUESTION_DELAY
         qvecs = embedder.matrix([q.question for q in questions])

@@ -74,7 +74,7 @@ async def test_the_answer_takes_a_share_of_the_question_turns_relevance(
     assert orders[0.0] == ["asked", "distractor", "answer"]
 
 
-async def test_a_neighbour_is_the_same_users_live_memory_in_the_same_tenant(
+async def test_a_neighbour_is_the_same_users_memory_in_the_same_tenant(
     settings: Settings, new_tenant: NewTenant
 ) -> None:
     async with AsyncTestClient(app=create_app(settings, embedder=HashEmbedder())) as client:
@@ -84,21 +84,37 @@ async def test_a_neighbour_is_the_same_users_live_memory_in_the_same_tenant(
         other = Api(client, other_key, other_tenant)
         asked = await _remember(api, ASKED, 0)
         # Between the question and its answer in time, in the same session name: another tenant's memory
-        # of the same user id, another user's, and one of this user's that is then forgotten.
+        # of the same user id, and another user's. Neither stands between them.
         await _remember(other, "Porto, for the offsite", 1)
         await _remember(api, "Porto for the offsite city then", 1.2, user="v")
-        forgotten = await _remember(api, "The offsite city is still open", 1.5)
-        assert (await api.delete(f"/v1/memories/{forgotten}")).status_code == 200
         answer = await _remember(api, ANSWER, 2)
         recalled = await api.recall(user_id="u", query=QUERY, min_relevance=0.0)
         found = _by_id(recalled)
         assert set(found) == {asked, answer}
-        asked_c = found[asked]["components"]
+        asked_c, answer_c = found[asked]["components"], found[answer]["components"]
         share = (0.35 * asked_c["semantic"] + 0.35 * asked_c["keyword"]) / 0.70
         assert share > 0.5
-        assert found[answer]["components"]["neighbour"] == pytest.approx(share, abs=1e-5)
+        assert answer_c["neighbour"] == pytest.approx(share, abs=1e-5)
         # Each is the other's neighbour: the question turn takes the answer's share too.
-        answer_c = found[answer]["components"]
         assert asked_c["neighbour"] == pytest.approx(
             (0.35 * answer_c["semantic"] + 0.35 * answer_c["keyword"]) / 0.70, abs=1e-5
         )
+
+
+async def test_a_forgotten_message_no_longer_stands_between_two_turns(api: Api) -> None:
+    """Neighbours are live memories: once the message between the question and its answer is forgotten,
+    the answer's neighbour before it is the question."""
+    asked = await _remember(api, ASKED, 0)
+    forgotten = await _remember(api, "Hold on, let me check the offsite options", 1)
+    answer = await _remember(api, ANSWER, 2)
+    before = _by_id(await api.recall(user_id="u", query=QUERY, min_relevance=0.0))
+    forgotten_c = before[forgotten]["components"]
+    forgotten_share = (0.35 * forgotten_c["semantic"] + 0.35 * forgotten_c["keyword"]) / 0.70
+    assert before[answer]["components"]["neighbour"] == pytest.approx(forgotten_share, abs=1e-5)
+    assert (await api.delete(f"/v1/memories/{forgotten}")).status_code == 200
+    after = _by_id(await api.recall(user_id="u", query=QUERY, min_relevance=0.0))
+    assert set(after) == {asked, answer}
+    asked_c = after[asked]["components"]
+    asked_share = (0.35 * asked_c["semantic"] + 0.35 * asked_c["keyword"]) / 0.70
+    assert asked_share != pytest.approx(forgotten_share, abs=1e-3)
+    assert after[answer]["components"]["neighbour"] == pytest.approx(asked_share, abs=1e-5)
