@@ -15,9 +15,9 @@ from sqlalchemy import DateTime, Float, Integer, column
 
 from app.store.bm25 import NO_KEYWORD_CTES, bm25_ctes
 from app.store.moments import moment_sql
-from app.store.scope import owners_sql, scope_sql
+from app.store.scope import live_sql, owners_sql, scope_sql
 from app.store.sql import MEMORY_COLUMNS, MEMORY_SQL, model_literal, result_column
-from app.vocabulary import LIVE_STATUSES, PRESENT, Moment, Scope
+from app.vocabulary import PRESENT, Moment, Scope
 
 
 def recall_scope(scope: Scope, moment: Moment = PRESENT) -> str:
@@ -59,7 +59,6 @@ _NO_PASSAGES_JOIN = """CROSS JOIN (
                     SELECT NULL::smallint[] AS p_ordinals, NULL::int[] AS p_starts, NULL::int[] AS p_ends,
                            NULL::int[] AS p_tokens, NULL::float8[] AS p_cosines
                 ) ps"""
-_LIVE_N = "n.status IN (" + ", ".join(f"'{s}'" for s in LIVE_STATUSES) + ")"
 # When each candidate's neighbours in its conversation were observed: the latest time before its own and
 # the earliest after it among its user's live memories of its session (a forgotten or superseded message
 # no longer stands between two turns), whatever the recall's scope or moment. NULL without a session or a
@@ -69,12 +68,12 @@ _NEIGHBOURS_JOIN = f"""LEFT JOIN LATERAL (
                     SELECT (SELECT n.valid_from FROM memories n
                             WHERE n.tenant_id = m.tenant_id AND n.user_id = m.user_id
                               AND n.session_id IS NOT NULL AND n.session_id = m.session_id
-                              AND {_LIVE_N} AND n.valid_from < m.valid_from
+                              AND {live_sql("n")} AND n.valid_from < m.valid_from
                             ORDER BY n.valid_from DESC LIMIT 1) AS prev_at,
                            (SELECT n.valid_from FROM memories n
                             WHERE n.tenant_id = m.tenant_id AND n.user_id = m.user_id
                               AND n.session_id IS NOT NULL AND n.session_id = m.session_id
-                              AND {_LIVE_N} AND n.valid_from > m.valid_from
+                              AND {live_sql("n")} AND n.valid_from > m.valid_from
                             ORDER BY n.valid_from LIMIT 1) AS next_at
                     WHERE m.session_id IS NOT NULL
                 ) nb ON true"""

@@ -19,6 +19,11 @@ from app.vocabulary import LIVE_STATUSES, Reach, Scope
 _LIVE = "({t}.status IN (" + ", ".join(f"'{s}'" for s in LIVE_STATUSES) + "))"
 
 
+def live_sql(table: str = "memories") -> str:
+    """The live rows of `table`: active or pinned memories."""
+    return _LIVE.format(t=table)
+
+
 def scope_sql(scope: Scope, *, table: str = "memories", live: bool = False, unexpired: bool = False) -> str:
     """The scope's rows of `table` (which has tenant_id, user_id, project_id); `live`: active or pinned
     memories only; `unexpired`: not past `expires_at` at `:now`."""
@@ -35,7 +40,7 @@ def scope_sql(scope: Scope, *, table: str = "memories", live: bool = False, unex
     if scope.agent_id is not None:
         parts = [parts[0], _agent_sql(scope, t, parts[1:])]
     if live:
-        parts.append(_LIVE.format(t=t))
+        parts.append(live_sql(t))
     if unexpired:
         parts.append(f"({t}.expires_at IS NULL OR {t}.expires_at > :now)")
     return " AND ".join(parts)

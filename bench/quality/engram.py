@@ -10,9 +10,10 @@ existing memory adds its turn to that memory's turns. Extracted mode applies the
 requests before the facts of the same call, as `POST /v1/memories/extract` does.
 
 After each conversation's ingestion the store's tables are analyzed (`EngramStore.settle`), as
-autovacuum would have done before a real user asks. Questions are asked one day after the conversation's last turn. Each recall runs in its own transaction
-that is rolled back: recall reinforces what it returns, and one question's reinforcement must not move
-the next question's ranking (questions are independent samples, not a session).
+autovacuum would have done before a real user asks. Questions are asked one day after the
+conversation's last turn. Each recall runs in its own transaction that is rolled back: recall
+reinforces what it returns, and one question's reinforcement must not move the next question's ranking
+(questions are independent samples, not a session).
 """
 
 from __future__ import annotations
