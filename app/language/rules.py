@@ -326,6 +326,10 @@ TEMPORARY_HINT: Final = re.compile(
 
 # --- message structure ------------------------------------------------------------------------
 
+# An instruction that says when it applies: "Always give exact times when I ask about meetings", "if the
+# build fails, page me", "each time I share code, ...". Such a rule holds for questions about its
+# condition, so recall weighs it by its relevance like any memory (app.memory.packing).
+CONDITION: Final = re.compile(r"\b(?:when(?:ever)?|if|each\s+time|every\s+time|any\s*time)\b", _I)
 ABBREVIATIONS: Final = ("e.g.", "i.e.", "etc.", "vs.", "mr.", "mrs.", "ms.", "dr.", "approx.")
 SENTENCE_SPLIT: Final = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+|;\s*")
 # (pattern, fewest words the left part needs) -- each split starts a new clause
@@ -937,3 +941,8 @@ def is_declarative(text: str) -> bool:
     if len(words) < 3:  # "One answer.", "Money's tight": fragments, not facts
         return False
     return words[0].lower().strip(",.!") not in NON_FACT_STARTS and not REQUEST_START.match(text)
+
+
+def states_condition(text: str) -> bool:
+    """Whether an instruction says when it applies (`CONDITION`): "... when I ask about deadlines"."""
+    return CONDITION.search(text) is not None

@@ -169,7 +169,8 @@ class Settings(BaseSettings):
     # (docs/RANKING.md, "Session neighbours"; 0: nothing).
     neighbour_weight: float = Field(default=0.15, ge=0, le=1)
     # The share of a recall's budget that standing memories (pinned, critical rules, constraints) may
-    # take whatever the question; past it they compete on relevance like any memory.
+    # take whatever the question, the most relevant first (a rule that says when it applies, below the
+    # floor, only its relevance's fraction of it); past it they compete on relevance like any memory.
     standing_share: float = Field(default=0.25, ge=0, le=1)
     # A memory longer than this many tokens is also stored as passages of at most this many (0: none):
     # recall ranks it by its best passage and may return that passage (docs/RANKING.md, "Passages").

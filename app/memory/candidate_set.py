@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Sequence
 from datetime import datetime
 
+from app.language.rules import states_condition
 from app.lib.ranking import RankingPolicy
 from app.lib.tokens import TokenCounter
 from app.memory.fusion import Relevance, best_unit, cosine_bounds, fuse
@@ -108,6 +109,8 @@ class Candidates:
                     relevance=s.relevance,
                     always=m.protected,
                     standing=m.type == MemoryType.CONSTRAINT,
+                    conditional=(m.protected or m.type == MemoryType.CONSTRAINT)
+                    and states_condition(m.content),
                     header=day_header(m),
                     slot=self._slot(m),
                     content_hash=m.content_hash,

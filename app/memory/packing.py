@@ -18,9 +18,13 @@ the line is the memory's (`Included.item.ref`).
 
 Standing memories (pinned, critical rules, constraints: `PackItem.standing`) hold for questions that do
 not name them ("I am allergic to peanuts" for a dinner question), so they may enter below the relevance
-floor, but only within `standing_share` of the budget, best score first, and they are placed first. Past
-that share they compete on score like any memory, above the floor: a question never gets a context
-spent on standing instructions regardless of what it asks.
+floor, but only within `standing_share` of the budget, the most relevant to the question first, and they
+are placed first. A standing memory that says when it applies ("Always give exact times when I ask about
+meetings": `PackItem.conditional`) holds only for questions about its condition: below the floor, the
+part of the share open to it shrinks with its relevance (all of it at the floor, none at zero), so a
+rule about meetings takes no room from a question about scholarships. Past the share they compete on
+score like any memory, above the floor: a question never gets a context spent on standing instructions
+regardless of what it asks.
 """
 
 from __future__ import annotations
@@ -75,6 +79,9 @@ class PackItem(Generic[T]):
     # Holds whatever the question (a constraint; `always` implies it): may enter below the floor within
     # the standing share of the budget.
     standing: bool = False
+    # A standing memory that says when it applies ("... when I ask about deadlines"): below the floor it
+    # may use only the part of the standing share that its relevance is of the floor.
+    conditional: bool = False
     header: str | None = None  # the line the item is shown under, once per context (its day)
     excerpt: Excerpt | None = None  # its best passage: shown instead when the whole line does not fit
 
@@ -149,7 +156,8 @@ def pack(
     standing_share: float = 0.25,
     passages_first: bool = True,
 ) -> Packed[T]:
-    """Standing memories by score into `standing_share` of the budget, then every memory above the floor
+    """Standing memories by relevance into `standing_share` of the budget (a conditional one below the
+    floor into its relevance's fraction of it), then every memory above the floor
     by score into the rest of `budget` tokens of the rendered context (lines joined by newlines).
 
     A long memory with an excerpt (`passages_first`): taken as its excerpt while the room left is at
@@ -175,10 +183,11 @@ def pack(
     # Lines start with "- " and end without whitespace, so the newline between two lines is a
     # pre-token boundary and counts add up; the exact count of the final string is still checked.
     filler = _Filler(result, count_tokens, at_least, passages_first)
-    standing.sort(key=lambda i: -i.score)  # `sort` is stable: ties keep the candidates' order
+    # The most relevant to the question first; `sort` is stable: ties keep the candidates' order.
+    standing.sort(key=lambda i: (-i.relevance, -i.score))
     rest: list[PackItem[T]] = []
     for item in standing:
-        if not filler.add(item, int(budget * standing_share)):
+        if not filler.add(item, int(budget * standing_share * _open_share(item, min_relevance))):
             if item.relevance >= min_relevance:
                 rest.append(item)  # past the share, it competes on relevance like any memory
             else:
@@ -198,6 +207,14 @@ def pack(
         result.context = render(result.included)
         result.tokens_used = count_tokens(result.context)
     return result
+
+
+def _open_share(item: PackItem[T], min_relevance: float) -> float:
+    """How much of the standing share `item` may use: all of it, except a conditional memory below the
+    floor, which may use its relevance's fraction of the floor."""
+    if not item.conditional or item.relevance >= min_relevance or min_relevance <= 0:
+        return 1.0
+    return max(item.relevance, 0.0) / min_relevance
 
 
 def _grouped(included: list[Included[T]]) -> list[Included[T]]:

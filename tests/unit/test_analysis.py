@@ -12,6 +12,7 @@ from app.language.analysis import (
     extract_facts,
     normalise_subject,
 )
+from app.language.rules import states_condition
 
 
 def only_fact(message: str) -> FactIntent:
@@ -566,3 +567,20 @@ def test_chat_phrases_with_must_never_or_always_are_not_critical_rules(message: 
 )
 def test_imperative_rules_and_prohibitions_are_critical_rules(message: str) -> None:
     assert only_fact(message).type == "critical_rule"
+
+
+@pytest.mark.parametrize(
+    ("rule", "conditional"),
+    [
+        ("Always format dates in the month-day-year style when I ask about deadlines.", True),
+        ("Whenever I share code, review it for security first.", True),
+        ("If the build fails, page the on-call lead.", True),
+        ("Each time I mention a budget, give the currency.", True),
+        ("I am strictly vegetarian", False),
+        ("Never deploy on Fridays", False),
+        ("I'm allergic to peanuts; it's serious.", False),
+        ("The quarterly numbers look iffy to me, double-check them", False),
+    ],
+)
+def test_an_instruction_says_when_it_applies_only_with_a_condition(rule: str, conditional: bool) -> None:
+    assert states_condition(rule) is conditional

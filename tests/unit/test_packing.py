@@ -151,6 +151,65 @@ def test_a_constraint_reaches_a_question_that_does_not_name_it_but_not_past_its_
     assert tiny.included == []
 
 
+def _standing(ref: str, line: str, score: float, *, relevance: float, conditional: bool) -> PackItem[str]:
+    base = item(ref, line, score, relevance=relevance, always=True)
+    return PackItem(**{**_fields(base), "conditional": conditional})
+
+
+def test_a_rule_that_says_when_it_applies_takes_no_room_from_a_question_it_does_not_concern() -> None:
+    # "...when I ask about meetings" shares nothing with a scholarship question: no part of the share is
+    # open to it. An unconditional rule, as unrelated, still enters within the share.
+    meetings = _standing(
+        "meetings",
+        "- Always give exact times when I ask about meetings",
+        0.9,
+        relevance=0.0,
+        conditional=True,
+    )
+    french = _standing("french", "- Always answer in French", 0.5, relevance=0.0, conditional=False)
+    evidence = item("e", "- The scholarship deadline is May 15", 0.4, relevance=0.8)
+    packed = pack([meetings, french, evidence], budget=128, min_relevance=0.2, count_tokens=COUNTER.count)
+    assert [i.item.ref for i in packed.included] == ["french", "e"]
+    assert ("meetings", SkipReason.BUDGET) in [(s.item.ref, s.reason) for s in packed.skipped]
+
+
+def test_a_conditional_rule_below_the_floor_may_use_its_relevances_fraction_of_the_share() -> None:
+    line = "- Always confirm time zones when I ask about interviews"
+    tokens = COUNTER.count(line)
+    budget, floor = 128, 0.2
+    share = budget // 4
+    assert tokens < share  # the whole share would hold it
+    # Open to it: share * relevance / floor tokens. Just under its size it stays out, just over it enters.
+    under = floor * (tokens - 0.5) / share
+    over = floor * (tokens + 0.5) / share
+    for relevance, enters in ((under, False), (over, True), (floor, True)):
+        rule = _standing("tz", line, 0.9, relevance=relevance, conditional=True)
+        packed = pack([rule], budget=budget, min_relevance=floor, count_tokens=COUNTER.count)
+        assert bool(packed.included) is enters, relevance
+
+
+def test_standing_memories_enter_their_share_most_relevant_first() -> None:
+    # Room for one: the rule about the question's topic, not the one with the higher score.
+    dates = _standing(
+        "dates",
+        "- Always write dates as day month year in every answer",
+        0.5,
+        relevance=0.15,
+        conditional=False,
+    )
+    currency = _standing(
+        "currency",
+        "- Always name the currency of every amount in each answer",
+        0.9,
+        relevance=0.02,
+        conditional=False,
+    )
+    one = COUNTER.count(dates.line)
+    assert one <= 64 // 4 < one + 1 + COUNTER.count(currency.line)
+    packed = pack([currency, dates], budget=64, min_relevance=0.2, count_tokens=COUNTER.count)
+    assert [i.item.ref for i in packed.included] == ["dates"]
+
+
 def test_a_relevant_standing_memory_past_the_share_competes_on_score() -> None:
     rule = item("rule", "- Never deploy on Fridays, not even a hotfix, without the on-call lead", 0.9)
     rule = PackItem(**{**_fields(rule), "always": True})
