@@ -65,7 +65,8 @@ class RequestContext:
             store=Store(session, tenant, actor),
             embedder=embedder,
             settings=settings,
-            policy=policy or RankingPolicy.of(settings, fusion=embedder.fusion),
+            policy=policy
+            or RankingPolicy.of(settings, fusion=embedder.fusion, paraphrases=embedder.paraphrases),
             counter=counter or TokenCounter(),
             clock=clock,
             reinforcements=reinforcements,

@@ -41,7 +41,8 @@ class Services:
     def policy(self) -> RankingPolicy:
         embedder = self.require_embedder()
         if self._policy is None or self._policy[0] is not embedder:
-            self._policy = (embedder, RankingPolicy.of(self.settings, fusion=embedder.fusion))
+            policy = RankingPolicy.of(self.settings, fusion=embedder.fusion, paraphrases=embedder.paraphrases)
+            self._policy = (embedder, policy)
         return self._policy[1]
 
     def require_embedder(self) -> Embedder:

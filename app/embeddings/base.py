@@ -125,6 +125,14 @@ class Embedder(Protocol):
         when it is a second, coarser keyword match (the hash embedder). docs/RANKING.md measures both."""
         ...
 
+    @property
+    def paraphrases(self) -> bool:
+        """Whether its cosine finds a paraphrase: a question about due dates near a rule about deadlines
+        (sentence models). Then a relevance near 0 means off the topic, and recall weighs a rule that says
+        when it applies by its relevance (app/memory/packing.py); with hashed words it means only that no
+        word is shared."""
+        ...
+
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed a batch in one logical call; vectors are L2-normalised; ``[]`` for empty input."""
         ...
@@ -167,6 +175,10 @@ class EmbedderWrapper:
     @property
     def fusion(self) -> Fusion:
         return self.inner.fusion
+
+    @property
+    def paraphrases(self) -> bool:
+        return self.inner.paraphrases
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return await self.inner.embed(texts)

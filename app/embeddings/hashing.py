@@ -152,6 +152,11 @@ class HashEmbedder:
         docs/RANKING.md)."""
         return Fusion.NORMALISED
 
+    @property
+    def paraphrases(self) -> bool:
+        """False: hashed words share nothing with a paraphrase."""
+        return False
+
     def embed_text(self, text: str) -> list[float]:
         """Embed a single text synchronously (for callers that are not async, e.g. test servers)."""
         # The last bucket is reserved for the "no tokens" vector; features use the rest.

@@ -237,6 +237,11 @@ class LocalEmbedder:
         return Fusion.MINMAX
 
     @property
+    def paraphrases(self) -> bool:
+        """True: a sentence model (docs/RANKING.md, "Rules that say when they apply")."""
+        return True
+
+    @property
     def runtime(self) -> str:
         """The runtime in use: ``onnx`` or ``torch``."""
         return self._runtime

@@ -113,6 +113,11 @@ class OpenAICompatEmbedder:
         return Fusion.MINMAX
 
     @property
+    def paraphrases(self) -> bool:
+        """True: a sentence model."""
+        return True
+
+    @property
     def max_batch(self) -> int:
         """Most inputs sent in one request."""
         return self._max_batch

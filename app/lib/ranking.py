@@ -53,6 +53,10 @@ class RankingPolicy:
     # Standing memories (pinned, critical rules, constraints) enter a context whatever the question only
     # within this share of its budget (app.memory.packing); past it, on relevance like any memory.
     standing_share: float = 0.25
+    # Whether a standing rule that says when it applies ("... when I ask about meetings") takes, below the
+    # floor, only its relevance's fraction of that share: when the embedder finds paraphrases
+    # (`Embedder.paraphrases`), so that a relevance near 0 means the question is about something else.
+    conditional_rules: bool = False
     # Long memories are also stored as passages of at most this many tokens (app/memory/passages.py):
     # ranked by their best passage, packed whole or as that passage (0: no passages are written).
     passage_tokens: int = 100
@@ -61,8 +65,9 @@ class RankingPolicy:
     passages_first: bool = True
 
     @classmethod
-    def of(cls, settings: Settings, *, fusion: Fusion) -> RankingPolicy:
-        """The settings' policy; `fusion` (the embedder's, `Embedder.fusion`) unless they name one."""
+    def of(cls, settings: Settings, *, fusion: Fusion, paraphrases: bool = False) -> RankingPolicy:
+        """The settings' policy; `fusion` (the embedder's, `Embedder.fusion`) unless they name one;
+        `paraphrases`: the embedder's (`conditional_rules`)."""
         return cls(
             weights=settings.weights,
             type_priors=dict(settings.type_priors),
@@ -79,6 +84,7 @@ class RankingPolicy:
             fused_semantic_weight=settings.fused_semantic_weight,
             fused_keyword_weight=settings.fused_keyword_weight,
             standing_share=settings.standing_share,
+            conditional_rules=paraphrases,
             neighbour_weight=settings.neighbour_weight,
             passage_tokens=settings.passage_tokens,
             passages_first=settings.passage_packing == "passages",

@@ -109,7 +109,8 @@ class Candidates:
                     relevance=s.relevance,
                     always=m.protected,
                     standing=m.type == MemoryType.CONSTRAINT,
-                    conditional=(m.protected or m.type == MemoryType.CONSTRAINT)
+                    conditional=policy.conditional_rules
+                    and (m.protected or m.type == MemoryType.CONSTRAINT)
                     and states_condition(m.content),
                     header=day_header(m),
                     slot=self._slot(m),

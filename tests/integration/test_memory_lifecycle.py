@@ -186,23 +186,3 @@ async def test_recall_keeps_the_critical_rule_while_its_replacement_awaits_appro
     recall = await api.recall(user_id="u", query="can I deploy on friday?", min_relevance=0)
     assert "Never deploy on Fridays" in recall["context"]
     assert "any day" not in recall["context"]
-
-
-async def test_a_rule_that_says_when_it_applies_reaches_only_questions_about_its_condition(api: Api) -> None:
-    """A critical rule with a condition ("when I ask about meetings") takes no room from a question
-    that shares nothing with it; an unconditional one still reaches every question (docs/RANKING.md)."""
-    meetings = await api.remember(
-        user_id="u", content="Always give exact times when I ask about meetings", type="critical_rule"
-    )
-    french = await api.remember(user_id="u", content="Always answer in French", type="critical_rule")
-    deadline = await api.remember(user_id="u", content="The scholarship deadline is May 15", type="fact")
-
-    def used(recall: dict[str, object]) -> set[str]:
-        return {m["memory"]["id"] for m in recall["memories"]}  # type: ignore[attr-defined]
-
-    scholarship = await api.recall(user_id="u", query="when is the scholarship deadline?", token_budget=256)
-    assert used(scholarship) == {french["memory"]["id"], deadline["memory"]["id"]}
-    skipped = {s["id"]: s["reason"] for s in scholarship["trace"]["skipped"]}
-    assert skipped[meetings["memory"]["id"]] == "budget"
-    standup = await api.recall(user_id="u", query="what time are my meetings tomorrow?", token_budget=256)
-    assert meetings["memory"]["id"] in used(standup)
