@@ -101,6 +101,7 @@ class Candidates:
             prefix_tokens = self.counter.count(prefix)
             self.components[m.id] = s.components
             bonus = policy.prefer_type_bonus if request.prefer_type == m.type else 0.0
+            constraint = m.type == MemoryType.CONSTRAINT
             items.append(
                 PackItem(
                     ref=m,
@@ -108,9 +109,10 @@ class Candidates:
                     score=s.score + bonus,
                     relevance=s.relevance,
                     always=m.protected,
-                    standing=m.type == MemoryType.CONSTRAINT,
+                    standing=constraint,
+                    # Read only for a standing memory, the few a recall has (`PackItem.holds`).
                     conditional=policy.conditional_rules
-                    and (m.protected or m.type == MemoryType.CONSTRAINT)
+                    and (m.protected or constraint)
                     and states_condition(m.content),
                     header=day_header(m),
                     slot=self._slot(m),
