@@ -150,7 +150,7 @@ def _finalise(draft: _Draft, state: ClauseState) -> FactIntent:
 
 def _timing(text: str, type_: str, subject: str | None) -> tuple[str, str | None, str | None]:
     """Deadlines and temporary facts: (type, subject, expires_hint)."""
-    if type_ in _DEADLINE_CAPABLE and (m := rules.DEADLINE_HINT.search(text) or _deadline_date(text, type_)):
+    if type_ in _DEADLINE_CAPABLE and (m := _deadline_hint(text, type_)):
         return (
             "deadline",
             rules.deadline_subject(text) or (subject if type_ == "deadline" else None),
@@ -166,6 +166,17 @@ def _timing(text: str, type_: str, subject: str | None) -> tuple[str, str | None
     if type_ in _TEMPORARY_CAPABLE and (m or type_ == "temporary"):
         return "temporary", None, (m["until"] or m["when"]) if m else None
     return type_, subject, None
+
+
+def _deadline_hint(text: str, type_: str) -> re.Match[str] | None:
+    """The date that makes a memory a deadline, if one does. A plain fact needs a word of commitment
+    beside its date (`rules.COMMITMENT`: "need to", "due", "deadline", "goal"...): a deadline expires
+    after its date and leaves recall then, so a report typed as one ("I've completed 40% of it by March
+    15", "I'm worried my $12.99/month plan won't be enough by March 30") would lose what it says, while
+    a deadline typed as a fact only stays in recall longer, fading as facts do."""
+    if type_ == "fact" and not rules.COMMITMENT.search(text):
+        return None
+    return rules.DEADLINE_HINT.search(text) or _deadline_date(text, type_)
 
 
 def _deadline_date(text: str, type_: str) -> re.Match[str] | None:

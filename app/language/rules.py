@@ -308,6 +308,14 @@ DEADLINE_HINT: Final = re.compile(
     rf"(?:is\s+|falls\s+on\s+|will\s+be\s+)?)\s*(?:on\s+)?(?P<when>{DATE})\b",
     _I,
 )
+# A word of commitment beside a date: what makes "... by April 15" a deadline rather than a report of
+# progress ("I've completed 40% of it by March 15") or a worry ("... might not be ready by then").
+COMMITMENT: Final = re.compile(
+    r"\b(?:deadlines?|due|need(?:s|ed)?\s+to|ha(?:ve|s|d)\s+to|must|should|got\s+to|gotta"
+    r"|supposed\s+to|plan(?:s|ned|ning)?\s+to|going\s+to|gonna|will|aim(?:s|ing)?\s+(?:to|for)"
+    r"|goals?|target(?:s|ing)?|promised?\s+to|committed\s+to|expected\s+to|remind)\b|'ll\b",
+    _I,
+)
 DEADLINE_SUBJECT: Final = (
     re.compile(
         r"\bdeadline\s+(?:for|of)\s+(?:the\s+|my\s+|our\s+)?(?P<what>[\w\s-]{1,40}?)\s+(?:is|:|falls|will)",

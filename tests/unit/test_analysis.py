@@ -285,6 +285,34 @@ def test_time_hints(message: str, type_: str, hint: str) -> None:
     assert fact.type != "temporary" or fact.subject is None  # a temporary never takes over a slot
 
 
+@pytest.mark.parametrize(
+    "message",
+    [
+        "I've only completed 40% of the course by March 15, 2024",
+        "I finished the first draft by April 2",
+        "My savings plan might not be enough by June 30",
+    ],
+)
+def test_a_date_without_a_commitment_keeps_a_fact(message: str) -> None:
+    # A deadline expires after its date; a report of progress or a worry keeps what it says.
+    fact = only_fact(message)
+    assert fact.type in ("fact", "episodic")
+    assert fact.expires_hint is None
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "I have a deadline of April 1 for the first sprint",
+        "I've set a goal to finish the screenplay by April 15",
+        "The grant report is due May 15",
+        "We will ship the beta by June 3",
+    ],
+)
+def test_a_date_with_a_commitment_makes_a_deadline(message: str) -> None:
+    assert only_fact(message).type == "deadline"
+
+
 # --- forgetting -------------------------------------------------------------------------------
 
 
