@@ -274,43 +274,23 @@ def test_emphasis_sentence_upgrades_the_previous_rule() -> None:
         ("The design review is due Thursday", "deadline", "Thursday"),
         ("Our tax filing deadline is April 15", "deadline", "April 15"),
         ("I have to submit the thesis by 2027-01-31", "deadline", "2027-01-31"),
+        # a plain fact's date makes a deadline only beside a word of commitment: a deadline expires
+        # after its date, and a report of progress or a worry keeps what it says
+        ("I have a deadline of April 1 for the first sprint", "deadline", "April 1"),
+        ("I've set a goal to finish the screenplay by April 15", "deadline", "April 15"),
+        ("We will ship the beta by June 3", "deadline", "June 3"),
+        ("I've only completed 40% of the course by March 15, 2024", "fact", None),
+        ("My savings plan might not be enough by June 30", "fact", None),
+        ("I finished the first draft by April 2", "episodic", None),
         ("Today I'm working from home", "temporary", "Today"),
         ("The VPN is down for now", "temporary", "for now"),
         ("The gym is closed until Monday", "temporary", "Monday"),
     ],
 )
-def test_time_hints(message: str, type_: str, hint: str) -> None:
+def test_time_hints(message: str, type_: str, hint: str | None) -> None:
     fact = only_fact(message)
     assert (fact.type, fact.expires_hint) == (type_, hint)
     assert fact.type != "temporary" or fact.subject is None  # a temporary never takes over a slot
-
-
-@pytest.mark.parametrize(
-    "message",
-    [
-        "I've only completed 40% of the course by March 15, 2024",
-        "I finished the first draft by April 2",
-        "My savings plan might not be enough by June 30",
-    ],
-)
-def test_a_date_without_a_commitment_keeps_a_fact(message: str) -> None:
-    # A deadline expires after its date; a report of progress or a worry keeps what it says.
-    fact = only_fact(message)
-    assert fact.type in ("fact", "episodic")
-    assert fact.expires_hint is None
-
-
-@pytest.mark.parametrize(
-    "message",
-    [
-        "I have a deadline of April 1 for the first sprint",
-        "I've set a goal to finish the screenplay by April 15",
-        "The grant report is due May 15",
-        "We will ship the beta by June 3",
-    ],
-)
-def test_a_date_with_a_commitment_makes_a_deadline(message: str) -> None:
-    assert only_fact(message).type == "deadline"
 
 
 # --- forgetting -------------------------------------------------------------------------------
