@@ -11,9 +11,11 @@ requests before the facts of the same call, as `POST /v1/memories/extract` does.
 
 After each conversation's ingestion the store's tables are analyzed (`EngramStore.settle`), as
 autovacuum would have done before a real user asks. Questions are asked one day after the
-conversation's last turn. Each recall runs in its own transaction that is rolled back: recall
-reinforces what it returns, and one question's reinforcement must not move the next question's ranking
-(questions are independent samples, not a session).
+conversation's last turn. Each recall runs in its own transaction that is rolled back, and its
+reinforcement is noted as the service's default notes it (batched, `ENGRAM_REINFORCE_INTERVAL_S` > 0: off
+the request path, so the latency measured is the request's) but never flushed: one question's
+reinforcement must not move the next question's ranking (questions are independent samples, not a
+session).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from app.memory.models import RecallInput, RecallResult, RememberInput
 from app.memory.packing import SkipReason
 from app.memory.recall import MAX_BUDGET
 from app.memory.service import MemoryService
+from app.store.access import Reinforcements
 from app.tenancy import admin
 from app.tenancy.types import TenantId
 from app.vocabulary import MemoryType, Source
@@ -143,7 +146,7 @@ class Recalled:
     turn_ids: list[str]  # turns of the context's memories, in context order
     context: str
     tokens: int
-    latency_ms: float  # the service's own measure (embed + SQL + score + pack + reinforce)
+    latency_ms: float  # the service's own measure (embed + SQL + score + pack + noting reinforcement)
     whole_ids: list[str]  # turns of the memories shown whole (not as a passage), one per memory
 
 
@@ -164,6 +167,8 @@ class EngramSystem:
         self.always: set[uuid.UUID] = set()
         self.standing: set[uuid.UUID] = set()  # enter below the floor within the standing share
         self.actions: Counter[str] = Counter()
+        # The service's batches, never started nor flushed (see the module's docstring).
+        self.reinforcements: Reinforcements | None = None
 
     def service(self, session: AsyncSession) -> MemoryService:
         assert self.store.tenant is not None
@@ -175,6 +180,7 @@ class EngramSystem:
             settings=self.settings,
             clock=self.clock,
             counter=self.counter,
+            reinforcements=self.reinforcements,
         )
         return MemoryService(ctx)
 
@@ -263,6 +269,8 @@ class EngramSystem:
 
     async def _recall(self, request: RecallInput, at: datetime) -> tuple[RecallResult, list[_Included]]:
         self.clock.set(at)
+        if self.reinforcements is None:
+            self.reinforcements = Reinforcements(self.store.engine, interval_s=1.0)
         async with self.store.transaction(commit=False) as session:
             result = await self.service(session).recall(request)
             # Read everything needed before the rollback expires the loaded rows.
