@@ -24,6 +24,16 @@ async def state(api: Api) -> dict[str, Any]:
     return {"export": document, "stats": (await api.get("/v1/stats")).json()}
 
 
+async def assert_refused(api: Api, document: dict[str, Any], mutate: Mutation, field: str) -> None:
+    """The mutated document is a 422 naming `field` and writes nothing; the document itself imports."""
+    before = await state(api)
+    response = await api.post("/v1/import", mutate(document))
+    assert_error(response, 422, "validation_error")
+    assert field in response.json()["detail"], response.json()
+    assert await state(api) == before
+    assert (await api.post("/v1/import", document)).status_code == 200
+
+
 @pytest.fixture
 async def document(api: Api) -> dict[str, Any]:
     """A valid export of two memories, and the tenant emptied so an accepted import would show."""
@@ -101,13 +111,7 @@ IMPORT_422["empty-proposal-targets"] = (empty_targets, "proposals[0].target_ids"
 async def test_a_bad_document_is_422_naming_the_first_bad_field_and_writes_nothing(
     api: Api, document: dict[str, Any], case: str
 ) -> None:
-    mutate, field = IMPORT_422[case]
-    before = await state(api)
-    response = await api.post("/v1/import", mutate(document))
-    assert_error(response, 422, "validation_error")
-    assert field in response.json()["detail"], response.json()
-    assert await state(api) == before
-    assert (await api.post("/v1/import", document)).status_code == 200  # the unmutated document is fine
+    await assert_refused(api, document, *IMPORT_422[case])
 
 
 async def test_one_bad_memory_at_the_end_of_a_long_document_writes_none_of_the_others(api: Api) -> None:
