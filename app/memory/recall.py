@@ -54,7 +54,8 @@ class Recaller:
     def __init__(self, ctx: RequestContext, *, remembered_stats: bool = True) -> None:
         self.ctx = ctx
         # Whether BM25's statistics of a large scope may be the minute-old ones `ScopeSizes` remembers
-        # (recall's speed); forget-by-query counts them afresh and leaves nothing remembered.
+        # (recall's speed); forget-by-query counts them afresh and leaves no statistics remembered (its
+        # scope's size may be, a plan hint).
         self.remembered_stats = remembered_stats
 
     async def recall(self, request: RecallInput) -> RecallResult:
@@ -149,7 +150,7 @@ class Recaller:
         mark = time.perf_counter()
         tsquery = or_tsquery(request.query)
         stats: TextStats | None = None
-        if moment.present and tsquery:  # the statistics count the scope too
+        if moment.present and tsquery and self.remembered_stats:  # the statistics count the scope too
             use_index, size, stats = await ctx.scope_sizes.plan_with_stats(
                 ctx.store.recall, scope, now, settings.exact_scan_max_rows, settings.hnsw_min_share
             )
