@@ -4,7 +4,7 @@ the fusion reads every candidate's raw scores, and a long memory picks the passa
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from app.language.rules import states_condition
@@ -105,7 +105,7 @@ class Candidates:
             items.append(
                 PackItem(
                     ref=m,
-                    line=prefix + line_body(m.content),
+                    line=_line(prefix, m.content),
                     score=s.score + bonus,
                     relevance=s.relevance,
                     always=m.protected,
@@ -175,10 +175,15 @@ def shown_passage(
     """The passage a long memory is shown as: the best of its own by both halves (`fusion.best_unit`).
     The memory itself is ranked by its whole vector, as a short one is, and by its best passage's BM25
     (the statement's, over units); docs/RANKING.md ("Passages") has the variants measured."""
-    if not m.passages:
+    if not m.passage_scores:
         return None
-    units = [(p.cosine, p.keyword_rank) for p in m.passages]
-    return m.passages[best_unit(units, best_bm25, weights, cosine_span)]
+    return m.passage(best_unit(m.passage_scores, best_bm25, weights, cosine_span))
+
+
+def _line(prefix: str, content: str) -> Callable[[], str]:
+    """What renders a candidate's whole line: most candidates are never counted or shown, and a long
+    turn's line costs more to make than the rest of its scoring."""
+    return lambda: prefix + line_body(content)
 
 
 def _excerpt(m: CandidateRow, prefix: str, prefix_tokens: int, passage: PassageRow) -> Excerpt:

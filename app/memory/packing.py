@@ -64,11 +64,13 @@ class Excerpt:
 @dataclass(slots=True)
 class PackItem(Generic[T]):
     """One candidate as the packer weighs it. Built for every candidate of every recall and changed by
-    nothing after: not frozen only because a frozen dataclass's 13 `object.__setattr__` calls cost ~2 us
-    against ~0.3 (docs/PERFORMANCE.md)."""
+    nothing after but its line's rendering (`text`); not frozen also because a frozen dataclass's 13
+    `object.__setattr__` calls cost ~2 us against ~0.3 (docs/PERFORMANCE.md)."""
 
     ref: T
-    line: str
+    # The whole line, or what renders it: a long memory's line is made only if the packer counts or
+    # shows it (`text`), and most candidates are neither.
+    line: str | Callable[[], str]
     score: float
     relevance: float
     always: bool  # pinned or critical: keeps its slot until a person approves a replacement; standing
@@ -90,6 +92,12 @@ class PackItem(Generic[T]):
         """Standing: placed first within the standing share, exempt from the floor there."""
         return self.always or self.standing
 
+    def text(self) -> str:
+        """The whole line (rendered on first use)."""
+        if not isinstance(self.line, str):
+            self.line = self.line()
+        return self.line
+
 
 @dataclass(frozen=True, slots=True)
 class Included(Generic[T]):
@@ -99,7 +107,7 @@ class Included(Generic[T]):
 
     @property
     def line(self) -> str:
-        return self.item.line if self.excerpt is None else self.excerpt.line
+        return self.item.text() if self.excerpt is None else self.excerpt.line
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,7 +297,7 @@ class _Filler(Generic[T]):
 
     def _whole(self, item: PackItem[T], room: int) -> int | None:
         """The tokens of the item's whole line if it fits in `room`, else None."""
-        if item.tokens is None and self.at_least is not None and self.at_least(item.line) > room:
+        if item.tokens is None and self.at_least is not None and self.at_least(item.text()) > room:
             return None
-        tokens = item.tokens if item.tokens is not None else self.count_tokens(item.line)
+        tokens = item.tokens if item.tokens is not None else self.count_tokens(item.text())
         return tokens if tokens <= room else None

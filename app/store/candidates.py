@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -62,18 +62,17 @@ class PassageRow:
     cosine: float | None
     keyword_rank: float
 
-    @classmethod
-    def all_of(cls, row: RowMapping) -> tuple[PassageRow, ...]:
-        ordinals = row["p_ordinals"]
-        if not ordinals:
-            return ()
-        matched = dict(zip(row["p_matched"] or (), row["p_matched_ranks"] or (), strict=True))
-        return tuple(
-            cls(o, s, e, t, None if c is None else float(c), float(matched.get(o, 0.0)))
-            for o, s, e, t, c in zip(
-                ordinals, row["p_starts"], row["p_ends"], row["p_tokens"], row["p_cosines"], strict=True
-            )
-        )
+
+def passage_scores(row: RowMapping) -> list[tuple[float | None, float]]:
+    """The raw scores (cosine, BM25) of a candidate row's passages, in order (none: empty)."""
+    ordinals = row["p_ordinals"]
+    if not ordinals:
+        return []
+    matched = dict(zip(row["p_matched"] or (), row["p_matched_ranks"] or (), strict=True))
+    return [
+        (None if c is None else float(c), float(matched.get(o, 0.0)))
+        for o, c in zip(ordinals, row["p_cosines"], strict=True)
+    ]
 
 
 @dataclass(slots=True)
@@ -106,7 +105,9 @@ class CandidateRow:
     keyword_rank: float
     columns: RowMapping  # every column the API shows
     keyword_ideal: float = 0.0  # the query's ideal BM25 (app.memory.similarity); 0: the text did not match
-    passages: tuple[PassageRow, ...] = ()  # a long memory's passages, in order, with their raw scores
+    # A long memory's passages' raw scores (cosine, BM25), in order (`passage` builds one): recall shows
+    # at most one of a candidate's passages, and building every one cost more than choosing it.
+    passage_scores: list[tuple[float | None, float]] = field(default_factory=list)
     # When its neighbours in its conversation were observed: the memories of its user and session just
     # before and just after it in time (None: no session, or none there).
     prev_at: datetime | None = None
@@ -134,9 +135,27 @@ class CandidateRow:
             float(row["rank"] or 0.0),
             row,
             float(row["ideal"] or 0.0),
-            PassageRow.all_of(row),
+            passage_scores(row),
             row["prev_at"],
             row["next_at"],
+        )
+
+    @property
+    def passages(self) -> tuple[PassageRow, ...]:
+        """Every passage of a long memory, in order, with its raw scores (none: empty)."""
+        return tuple(self.passage(index) for index in range(len(self.passage_scores)))
+
+    def passage(self, index: int) -> PassageRow:
+        """Its `index`-th passage."""
+        row = self.columns
+        cosine, keyword_rank = self.passage_scores[index]
+        return PassageRow(
+            row["p_ordinals"][index],
+            row["p_starts"][index],
+            row["p_ends"][index],
+            row["p_tokens"][index],
+            cosine,
+            keyword_rank,
         )
 
     @property

@@ -23,7 +23,7 @@ DERIVED = {"cosine": "cosine", "keyword_rank": "rank", "keyword_ideal": "ideal"}
 
 def _row(**overrides: object) -> dict[str, object]:
     """A candidate row with a distinct value in every column a field reads."""
-    names = [f.name for f in dataclasses.fields(CandidateRow) if f.name not in ("columns", "passages")]
+    names = [f.name for f in dataclasses.fields(CandidateRow) if f.name not in ("columns", "passage_scores")]
     row: dict[str, object] = {DERIVED.get(name, name): f"value of {name}" for name in names}
     row.update(cosine=0.25, rank=3.5, ideal=7.0, p_ordinals=None)
     row.update(overrides)
@@ -34,7 +34,7 @@ def test_each_copied_field_gets_its_own_column() -> None:
     row = _row()
     candidate = CandidateRow.of(row)  # type: ignore[arg-type]
     for field in dataclasses.fields(CandidateRow):
-        if field.name in DERIVED or field.name in ("columns", "passages"):
+        if field.name in DERIVED or field.name in ("columns", "passage_scores"):
             continue
         assert getattr(candidate, field.name) == f"value of {field.name}", field.name
     assert (candidate.cosine, candidate.keyword_rank, candidate.keyword_ideal) == (0.25, 3.5, 7.0)
@@ -88,11 +88,11 @@ def test_a_remembered_prefix_is_the_one_its_memory_renders() -> None:
             now,
         )
         candidates.add(rows)
-        lines = {item.ref.content: item.line for item in candidates.items() if not item.ref.superseded}
+        lines = {item.ref.content: item.text() for item in candidates.items() if not item.ref.superseded}
         assert lines == {
             "I live in Porto (home city).": "- I live in Porto (home city).",
             "I moved to Lisbon last spring.": "- [home city] I moved to Lisbon last spring.",
             "i live in  PORTO (home city)": "- i live in PORTO (home city)",
         }
-        superseded = [item.line for item in candidates.items() if item.ref.superseded]
+        superseded = [item.text() for item in candidates.items() if item.ref.superseded]
         assert superseded == ["- [home city] (superseded 1 Mar 2026) I moved to Lisbon last spring."]
