@@ -342,17 +342,26 @@ ABBREVIATIONS: Final = ("e.g.", "i.e.", "etc.", "vs.", "mr.", "mrs.", "ms.", "dr
 SENTENCE_SPLIT: Final = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+|;\s*")
 # (pattern, fewest words the left part needs) -- each split starts a new clause
 _FIRST_PERSON = r"(?:i|i'm|i've|i'd|we|we're|we've)\b"
+# Where a relative clause continues a statement: "..., which is 72% of my target", "..., who is a chef".
+RELATIVE_CLAUSE: Final = re.compile(r",\s*(?=(?:which|who|where|when)\b)", _I)
+# A question's inverted auxiliary and subject ("which dish should I ...", "where can we ...").
+_AUX = r"(?:is|are|was|were|am|do|does|did|can|could|should|would|will|shall|may|might|must|have|has|had)"
+_SUBJECT = r"(?:i|you|we|they|he|she|it|there)"
 # (pattern, fewest words the left part needs, what the left part must start with)
 CLAUSE_SPLITS: Final[tuple[tuple[re.Pattern[str], int, re.Pattern[str] | None], ...]] = (
     # "I live in Oslo and I never ..." (a new first-person subject starts a new clause)
     (re.compile(rf",?\s+(?:and|but|while|although)\s+(?={_FIRST_PERSON})", _I), 3, None),
     # "I switched jobs, I now work at ..." (only when the left part is first-person too)
     (re.compile(rf",\s+(?={_FIRST_PERSON})", _I), 3, re.compile(rf"^(?:{_FIRST_PERSON}|my\b|our\b)", _I)),
-    # "I'm vegan, what should I cook?"
+    # "I'm vegan, what should I cook?"; "which", "who", "where" and "when" only where the clause asks
+    # ("..., which dish should I cook", "..., where can I eat?"): after a comma they more often add to
+    # what was said ("a release v1.0.0, which has been pushed with 150 commits"; "Sarah, who is a chef"),
+    # and a clause taken for a question is not kept.
     (
         re.compile(
-            r"\s*(?:,|\s-)\s*(?=(?:so\s+)?(?:what|which|who|where|when|why|how|can\s+you|could\s+you|should\s+i|"
-            r"should\s+we|do\s+you|would\s+you|will\s+you|any\s+(?:ideas|suggestions))\b)",
+            r"\s*(?:,|\s-)\s*(?=(?:so\s+)?(?:what|why|how|can\s+you|could\s+you|should\s+i|"
+            r"should\s+we|do\s+you|would\s+you|will\s+you|any\s+(?:ideas|suggestions))\b"
+            rf"|(?:so\s+)?(?:which|who|where|when)\b(?:[^,?]*\?|(?:\s+\w+)?\s+{_AUX}\s+{_SUBJECT}\b))",
             _I,
         ),
         2,

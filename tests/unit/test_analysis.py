@@ -282,6 +282,10 @@ def test_emphasis_sentence_upgrades_the_previous_rule() -> None:
         ("I've only completed 40% of the course by March 15, 2024", "fact", None),
         ("My savings plan might not be enough by June 30", "fact", None),
         ("I finished the first draft by April 2", "episodic", None),
+        # the word and the date in the same part of a sentence a relative clause continues
+        ("I've logged 3,600 words by March 3, which is 72% of my weekly target", "fact", None),
+        ("I started the screenplay draft, which is due April 15", "deadline", "April 15"),
+        ("I have to submit the grant by May 5, which my advisor set", "deadline", "May 5"),
         ("Today I'm working from home", "temporary", "Today"),
         ("The VPN is down for now", "temporary", "for now"),
         ("The gym is closed until Monday", "temporary", "Monday"),
@@ -360,6 +364,42 @@ def test_statement_plus_question_yields_both() -> None:
     analysis = analyse("I'm pescatarian, what should I order?")
     assert [f.subject for f in analysis.facts] == ["diet"]
     assert analysis.question == "what should I order?"
+
+
+@pytest.mark.parametrize(
+    ("message", "question"),
+    [
+        ("I'm vegan, which dish should I cook?", "which dish should I cook?"),
+        ("I'm vegan, which dish should I cook", "which dish should I cook"),
+        ("I'm in Oslo for the week, where can I eat late?", "where can I eat late?"),
+        ("The review is at 3pm, when should I leave?", "when should I leave?"),
+        ("I use the repo daily, which has 165 commits, what should I do next?", "what should I do next?"),
+    ],
+)
+def test_a_question_after_a_comma_is_split_off(message: str, question: str) -> None:
+    analysis = analyse(message)
+    assert analysis.question == question
+    assert analysis.facts, analysis
+
+
+@pytest.mark.parametrize(
+    ("message", "kept"),
+    [
+        (
+            "I tagged release v1.0.0 on April 20, which has been pushed with 150 commits and 12 branches merged.",
+            "150 commits",
+        ),
+        ("My sister Ana lives in Porto, where she works as a nurse.", "works as a nurse"),
+        ("I met my mentor Sarah, who is a pastry chef.", "pastry chef"),
+        ("I moved to Lisbon in May, when the new job started.", "new job started"),
+        ("I use the repo daily, which has 165 commits, what should I do next?", "165 commits"),
+    ],
+)
+def test_a_relative_clause_stays_with_its_statement(message: str, kept: str) -> None:
+    """ "which", "who", "where" and "when" after a comma add to a statement more often than they ask: the
+    clause is part of the fact, not a question dropped with its number or name."""
+    analysis = analyse(message)
+    assert any(kept in f.content for f in analysis.facts), analysis
 
 
 def test_remember_then_ask() -> None:
