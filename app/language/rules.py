@@ -353,14 +353,15 @@ CLAUSE_SPLITS: Final[tuple[tuple[re.Pattern[str], int, re.Pattern[str] | None], 
     (re.compile(rf",?\s+(?:and|but|while|although)\s+(?={_FIRST_PERSON})", _I), 3, None),
     # "I switched jobs, I now work at ..." (only when the left part is first-person too)
     (re.compile(rf",\s+(?={_FIRST_PERSON})", _I), 3, re.compile(rf"^(?:{_FIRST_PERSON}|my\b|our\b)", _I)),
-    # "I'm vegan, what should I cook?"; "which", "who", "where" and "when" only where the clause asks
-    # ("..., which dish should I cook", "..., where can I eat?"): after a comma they more often add to
-    # what was said ("a release v1.0.0, which has been pushed with 150 commits"; "Sarah, who is a chef"),
-    # and a clause taken for a question is not kept.
+    # "I'm vegan, what should I cook?", "I need it faster, can I get help?"; "which", "who", "where" and
+    # "when" only where the clause asks ("..., which dish should I cook", "..., where can I eat?"): after a
+    # comma they more often add to what was said ("a release v1.0.0, which has been pushed with 150
+    # commits"; "Sarah, who is a chef"), and a clause taken for a question is not kept.
     (
         re.compile(
             r"\s*(?:,|\s-)\s*(?=(?:so\s+)?(?:what|why|how|can\s+you|could\s+you|should\s+i|"
-            r"should\s+we|do\s+you|would\s+you|will\s+you|any\s+(?:ideas|suggestions))\b"
+            r"should\s+we|can\s+i|could\s+i|may\s+i|can\s+we|could\s+we|do\s+you|would\s+you|will\s+you|"
+            r"any\s+(?:ideas|suggestions))\b"
             rf"|(?:so\s+)?(?:which|who|where|when)\b(?:[^,?]*\?|(?:\s+\w+)?\s+{_AUX}\s+{_SUBJECT}\b))",
             _I,
         ),

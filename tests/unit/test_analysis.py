@@ -374,6 +374,11 @@ def test_statement_plus_question_yields_both() -> None:
         ("I'm in Oslo for the week, where can I eat late?", "where can I eat late?"),
         ("The review is at 3pm, when should I leave?", "when should I leave?"),
         ("I use the repo daily, which has 165 commits, what should I do next?", "what should I do next?"),
+        (
+            "I need the API response under 250ms, can I get some help with that?",
+            "can I get some help with that?",
+        ),
+        ("We deploy on Fridays, could we move it?", "could we move it?"),
     ],
 )
 def test_a_question_after_a_comma_is_split_off(message: str, question: str) -> None:
