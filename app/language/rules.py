@@ -342,8 +342,10 @@ ABBREVIATIONS: Final = ("e.g.", "i.e.", "etc.", "vs.", "mr.", "mrs.", "ms.", "dr
 SENTENCE_SPLIT: Final = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+|;\s*")
 # (pattern, fewest words the left part needs) -- each split starts a new clause
 _FIRST_PERSON = r"(?:i|i'm|i've|i'd|we|we're|we've)\b"
-# Where a relative clause continues a statement: "..., which is 72% of my target", "..., who is a chef".
-RELATIVE_CLAUSE: Final = re.compile(r",\s*(?=(?:which|who|where|when)\b)", _I)
+# The words that start a relative clause after a comma ("..., which is 72% of my target", "..., who is a
+# chef"), and where one continues a statement.
+_RELATIVE = r"(?:which|who|where|when)\b"
+RELATIVE_CLAUSE: Final = re.compile(rf",\s*(?={_RELATIVE})", _I)
 # A question's inverted auxiliary and subject ("which dish should I ...", "where can we ...").
 _AUX = r"(?:is|are|was|were|am|do|does|did|can|could|should|would|will|shall|may|might|must|have|has|had)"
 _SUBJECT = r"(?:i|you|we|they|he|she|it|there)"
@@ -362,7 +364,7 @@ CLAUSE_SPLITS: Final[tuple[tuple[re.Pattern[str], int, re.Pattern[str] | None], 
             r"\s*(?:,|\s-)\s*(?=(?:so\s+)?(?:what|why|how|can\s+you|could\s+you|should\s+i|"
             r"should\s+we|can\s+i|could\s+i|may\s+i|can\s+we|could\s+we|do\s+you|would\s+you|will\s+you|"
             r"any\s+(?:ideas|suggestions))\b"
-            rf"|(?:so\s+)?(?:which|who|where|when)\b(?:[^,?]*\?|(?:\s+\w+)?\s+{_AUX}\s+{_SUBJECT}\b))",
+            rf"|(?:so\s+)?{_RELATIVE}(?:[^,?]*\?|(?:\s+\w+)?\s+{_AUX}\s+{_SUBJECT}\b))",
             _I,
         ),
         2,
