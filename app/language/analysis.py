@@ -8,7 +8,8 @@ clause:
 1. chit-chat ("thanks!") yields nothing;
 2. a forget request ("forget my theme preference") yields a :class:`ForgetIntent`;
 3. a question or a request for advice ("what should I cook?", "suggest a dish") becomes the
-   recall ``question`` and never a fact;
+   recall ``question`` and never a fact; the user's circumstances it gives as its reason ("...,
+   given that I am vegetarian?", "..., considering I'm using Flask 2.3.1") are read as a statement;
 4. anything else is stripped of its explicit cue ("remember that"), label ("Temporary:") and
    correction marker ("actually,"), then the first matching rule decides type and subject.
 
@@ -143,6 +144,8 @@ def _process_clause(raw: str, state: ClauseState, out: _Out) -> bool:
         out.forgets.extend([forget] if forget else [])
     elif _is_question(clause):
         out.questions.append(clause)
+        if stated := rules.REASON_IN_QUESTION.search(clause):
+            _process_clause(stated["stated"], state, out)
         return True
     elif (emphasis := rules.EMPHASIS.match(clause)) and out.facts:
         out.facts[-1] = _emphasise(out.facts[-1], emphasis["level"].lower())

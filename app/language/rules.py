@@ -381,6 +381,17 @@ CLAUSE_SPLITS: Final[tuple[tuple[re.Pattern[str], int, re.Pattern[str] | None], 
         None,
     ),
 )
+# The user's own circumstances given as the reason of a question or request ("can you help me ...,
+# considering I'm using Flask 2.3.1", "how can I keep going, especially since I've met 30 editors?"):
+# a statement inside the question, kept as a fact when the question is not. `stated` runs to the end
+# of the question or to the next request in it ("... SQLite 3.39 can you provide ...").
+REASON_IN_QUESTION: Final = re.compile(
+    rf",\s*(?:(?:especially|particularly|and)\s+)?(?:considering(?:\s+that)?|since|given\s+that)\s+"
+    rf"(?P<stated>(?:{_FIRST_PERSON}|(?:my|our)\s+(?:[\w'-]+\s+){{0,3}}(?:is|are|was|were|has|have|had)\b).*?)"
+    r"(?=\s+-\s+|\s+(?:and\s+)?(?:can|could|would|will)\s+you\b|,\s*(?:and\s+|so\s+)?(?:how|what|why|which)\b"
+    r"|[,\s]*\?*\s*$)",
+    _I,
+)
 INTERJECTIONS: Final = re.compile(
     r"^(?:(?:hi|hello|hey(?:\s+there)?|great|cool|thanks|thank\s+you|yes|yeah|yep|sure|alright|oh|"
     r"well|ah|nice|perfect)\s*[,!.:]+\s*|(?:ok|okay|so|um|uh|please|btw|by\s+the\s+way|also|and|"

@@ -196,6 +196,19 @@ async def test_readme_dinner_dish_after_a_diet_recalls_the_diet(api: Api) -> Non
     assert "vegetarian" in asked["answer"]
 
 
+async def test_a_diet_given_as_the_reason_of_a_question_is_remembered(api: Api) -> None:
+    """A user's circumstances inside a request ("..., given that I am strictly vegetarian?") are stored
+    as they would be on their own, and the request still recalls."""
+    asked = await chat(api, "Can you suggest a dinner dish, given that I am strictly vegetarian?", "s1")
+    assert [c["name"] for c in asked["tool_calls"]] == ["remember", "recall"]
+    [diet] = await active(api)
+    assert diet["subject"] == "diet"
+    assert "vegetarian" in diet["content"]
+    assert "?" not in diet["content"]
+    later = await chat(api, "What is my diet?", "s2")
+    assert diet["id"] in later["memories_used"]
+
+
 async def test_readme_correction_through_chat_keeps_the_slot_and_answers_the_new_city(api: Api) -> None:
     """README's chat example: "Actually, it's Lisbon, not Porto" supersedes the city, one per slot."""
     await chat(api, "I live in Porto", "s1")

@@ -407,6 +407,60 @@ def test_a_relative_clause_stays_with_its_statement(message: str, kept: str) -> 
     assert any(kept in f.content for f in analysis.facts), analysis
 
 
+@pytest.mark.parametrize(
+    ("message", "stated", "subject"),
+    [
+        (
+            "how can I balance my career with essay writing, considering I'm 35 and earning around $85,000 annually?",
+            "I'm 35 and earning around $85,000 annually.",
+            None,
+        ),
+        (
+            "how can I keep this motivation going, especially since I've met 30 editors at the festival?",
+            "I've met 30 editors at the festival.",
+            None,
+        ),
+        (
+            "Can you suggest a dinner dish, given that I am strictly vegetarian?",
+            "I am strictly vegetarian",
+            "diet",
+        ),
+        (
+            "What should I read next, since my favourite author is Le Guin?",
+            "My favourite author is Le Guin.",
+            "author",
+        ),
+        (
+            "can you help me with an example, considering I'm using SQLite 3.39 can you add error handling?",
+            "I'm using SQLite 3.39",
+            None,
+        ),
+    ],
+)
+def test_what_a_question_gives_as_its_reason_is_kept(message: str, stated: str, subject: str | None) -> None:
+    """The user's circumstances after "considering", "since" or "given that" in a question are a statement
+    (the question is still asked whole)."""
+    analysis = analyse(message)
+    assert analysis.question == message
+    [fact] = analysis.facts
+    assert fact.content.startswith(stated), fact
+    assert "?" not in fact.content
+    assert subject is None or fact.subject == subject
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["how should I plan my week, considering my age and all?", "Is it worth it, since the price went up?"],
+)
+def test_a_reason_that_is_not_the_users_statement_adds_nothing(message: str) -> None:
+    assert analyse(message).facts == ()
+
+
+def test_a_reason_inside_a_statement_stays_in_it() -> None:
+    [fact] = analyse("I'm moving to Lisbon, since my job moved there").facts
+    assert "my job moved there" in fact.content
+
+
 def test_remember_then_ask() -> None:
     analysis = analyse("Remember my gate code is 7781. Which door should I use?")
     assert [f.subject for f in analysis.facts] == ["gate code"]
