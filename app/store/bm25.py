@@ -136,12 +136,7 @@ def bm25_ctes(source: str, passages: bool = True) -> str:
                                * hits.tf * ({_K1} + 1)
                                / (hits.tf + {_K1} * (1 - {_B} + {_B} * hits.dl / {_AVGDL}))) AS rank
                     FROM hits JOIN df USING (lexeme) GROUP BY hits.id, hits.ordinal
-                ), scored AS (
-                    SELECT id, max(rank) AS rank,
-                           array_agg(ordinal) FILTER (WHERE ordinal IS NOT NULL) AS p_matched,
-                           array_agg(rank) FILTER (WHERE ordinal IS NOT NULL) AS p_matched_ranks,
-                           (SELECT ideal FROM ideal) AS ideal
-                    FROM unit_scored GROUP BY id
+                ), scored AS ({_PASSAGE_SCORED if passages else _MEMORY_SCORED}
                 ), kw AS (
                     SELECT scored.* FROM scored JOIN matched USING (id)
                     ORDER BY scored.rank DESC, matched.content_hash LIMIT :k
@@ -158,6 +153,19 @@ _PASSAGE_UNITS = """
                          ) p ON true
                     WHERE p.ordinal IS NULL OR p.content_tsv @@ uq"""
 _MEMORY_UNITS = "SELECT id, NULL::smallint AS ordinal, tsv FROM matched"
+
+# Each matched memory's BM25 (its best unit's) with its matching passages' ordinals and BM25. Without
+# passages every unit is a memory and `unit_scored` has one row per memory already: no second grouping.
+_PASSAGE_SCORED = """
+                    SELECT id, max(rank) AS rank,
+                           array_agg(ordinal) FILTER (WHERE ordinal IS NOT NULL) AS p_matched,
+                           array_agg(rank) FILTER (WHERE ordinal IS NOT NULL) AS p_matched_ranks,
+                           (SELECT ideal FROM ideal) AS ideal
+                    FROM unit_scored GROUP BY id"""
+_MEMORY_SCORED = """
+                    SELECT id, rank, NULL::smallint[] AS p_matched, NULL::float8[] AS p_matched_ranks,
+                           (SELECT ideal FROM ideal) AS ideal
+                    FROM unit_scored"""
 
 # The text half left out: no matches (the columns of `scored`: the memory, its best unit's BM25, and the
 # ordinals and BM25 of its matching passages, the query's ideal BM25).
