@@ -7,6 +7,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -121,11 +122,10 @@ class Recaller:
     async def _scored(
         self, request: RecallInput, now: datetime, moment: Moment, latency: Latency
     ) -> tuple[Candidates, list[PackItem[CandidateRow]], bool]:
-        """The request's candidates, scored (embeds the query first)."""
+        """The request's candidates, scored. The scope's plan and BM25's statistics need no vector, so
+        they are read while the query is embedded (a local model's few milliseconds, a remote one's
+        more); `sql` counts the reads' time after the vector arrived."""
         ctx = self.ctx
-        started = time.perf_counter()
-        [vector] = await ctx.embedder.embed([request.query])
-        latency["embed"] = _ms(started)
         scope = Scope(
             ctx.tenant,
             request.user_id,
@@ -134,21 +134,22 @@ class Recaller:
             agent_id=request.agent_id,
             shared=request.agent_id is not None,
         )
-        return await self._candidates(request, scope, vector, now, moment, latency)
-
-    async def _candidates(
-        self,
-        request: RecallInput,
-        scope: Scope,
-        vector: Sequence[float],
-        now: datetime,
-        moment: Moment,
-        latency: Latency,
-    ) -> tuple[Candidates, list[PackItem[CandidateRow]], bool]:
-        """Both halves' rows, scored as they arrive, in packing order; and whether HNSW answered."""
-        ctx, settings, policy = self.ctx, self.ctx.settings, self.ctx.policy
-        mark = time.perf_counter()
         tsquery = or_tsquery(request.query)
+        started = time.perf_counter()
+        planning = asyncio.create_task(self._plan(scope, tsquery, now, moment))
+        try:
+            [vector] = await ctx.embedder.embed([request.query])
+        except BaseException:
+            await asyncio.wait([planning])  # never left reading on the session once the request fails
+            raise
+        latency["embed"] = _ms(started)
+        mark = time.perf_counter()
+        plan = await planning
+        return await self._candidates(request, vector, plan, now, moment, latency, mark)
+
+    async def _plan(self, scope: Scope, tsquery: str | None, now: datetime, moment: Moment) -> _Plan:
+        """What the candidate statement is built for: the scope, its plan, and BM25's statistics."""
+        ctx, settings = self.ctx, self.ctx.settings
         stats: TextStats | None = None
         if moment.present and tsquery and self.remembered_stats:  # the statistics count the scope too
             use_index, size, stats = await ctx.scope_sizes.plan_with_stats(
@@ -162,15 +163,31 @@ class Recaller:
             use_index, size = False, 0
         if tsquery and stats is None:
             stats = await self._text_stats(scope, now, moment)
+        return _Plan(scope, tsquery, use_index, size, stats)
+
+    async def _candidates(
+        self,
+        request: RecallInput,
+        vector: Sequence[float],
+        plan: _Plan,
+        now: datetime,
+        moment: Moment,
+        latency: Latency,
+        mark: float,
+    ) -> tuple[Candidates, list[PackItem[CandidateRow]], bool]:
+        """Both halves' rows, scored as they arrive, in packing order; and whether HNSW answered. `mark`:
+        when the `sql` stage started (the query's vector arrived)."""
+        ctx, settings, policy = self.ctx, self.ctx.settings, self.ctx.policy
+        use_index, size = plan.use_index, plan.size
         query = CandidateQuery(
-            scope,
+            plan.scope,
             vector,
             ctx.embedder.name,
-            tsquery,
+            plan.tsquery,
             policy.candidate_k,
             now,
             policy.keyword_max_matches,
-            stats=stats,
+            stats=plan.stats,
             k1=policy.bm25_k1,
             b=policy.bm25_b,
             moment=moment,
@@ -231,6 +248,17 @@ class Recaller:
             self.ctx.reinforcements.note(self.ctx.tenant, ids, now)  # written in the background
         else:
             await self.ctx.store.access.once(ids, now)
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What one recall's candidate statement is built for, known before the query's vector."""
+
+    scope: Scope
+    tsquery: str | None  # None: the query has no words, no text half
+    use_index: bool  # HNSW answers the cosine half
+    size: int  # the scope's live rows as counted for the plan
+    stats: TextStats | None  # BM25's statistics (None without a text half)
 
 
 def _without_keywords(query: CandidateQuery) -> CandidateQuery:
