@@ -4,13 +4,11 @@ error still ends the recall as that error, with nothing left reading on the requ
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 import pytest
-from sqlalchemy import event, text
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.context import RequestContext
@@ -24,6 +22,7 @@ from app.memory.service import MemoryService
 from app.store.plan import ScopeSizes
 from app.tenancy.types import TenantId
 from tests.conftest import Api
+from tests.support.statements import statements_sent
 
 # The statement that counts BM25's statistics over a scope (`Shape.text_stats`).
 STATS_MARK = "plain AS MATERIALIZED"
@@ -53,20 +52,6 @@ class FailsAfterAWhile(EmbedderWrapper):
         raise EmbeddingError("the embedding provider is unavailable")
 
 
-@contextmanager
-def statements_seen(engine: AsyncEngine) -> Iterator[list[str]]:
-    seen: list[str] = []
-
-    def before(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        seen.append(statement)
-
-    event.listen(engine.sync_engine, "before_cursor_execute", before)
-    try:
-        yield seen
-    finally:
-        event.remove(engine.sync_engine, "before_cursor_execute", before)
-
-
 def service(session: AsyncSession, tenant: TenantId, embedder: EmbedderWrapper) -> MemoryService:
     ctx = RequestContext.build(
         session, tenant, "test", embedder=embedder, settings=Settings(), clock=SystemClock()
@@ -80,19 +65,16 @@ async def test_the_statistics_are_read_while_the_query_is_embedded(api: Api, app
         await api.remember(user_id="u", content=fact)
     sent = asyncio.Event()
 
-    def before(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+    def stats_sent(statement: str) -> None:
         if STATS_MARK in statement:
             sent.set()
 
-    event.listen(app_engine.sync_engine, "before_cursor_execute", before)
-    try:
+    with statements_sent(app_engine, each=stats_sent):
         async with async_sessionmaker(app_engine)() as session, session.begin():
             await set_tenant(session, tenant)
             result = await service(session, tenant, WaitsForTheStatistics(sent)).recall(
                 RecallInput(user_id="u", query="when does the build run?")
             )
-    finally:
-        event.remove(app_engine.sync_engine, "before_cursor_execute", before)
     assert sent.is_set()
     assert "The build runs on Fridays" in result.context
     assert set(result.latency_ms) >= {"embed", "sql", "score", "pack", "total"}
@@ -105,7 +87,7 @@ async def test_an_embedding_error_ends_the_recall_as_itself_with_the_session_fre
     await api.remember(user_id="u", content="The build runs on Fridays")
     async with async_sessionmaker(app_engine)() as session, session.begin():
         await set_tenant(session, tenant)
-        with statements_seen(app_engine) as seen:
+        with statements_sent(app_engine) as seen:
             with pytest.raises(EmbeddingError, match="unavailable"):
                 await service(session, tenant, FailsAfterAWhile()).recall(
                     RecallInput(user_id="u", query="when does the build run?")

@@ -10,15 +10,13 @@ or an event per item again fails here.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
 from litestar.testing import AsyncTestClient
-from sqlalchemy import event
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.conftest import Api
+from tests.support.statements import statements_sent
 
 # Statements of one request, from authentication to the last write (the commit is not a statement).
 ONE_NEW = 7  # authenticate, lock, live twins, scope size, nearest, insert memory, insert events
@@ -27,20 +25,9 @@ BATCH_OF_100 = 7
 BATCH_OF_100_INTO_SLOTS = 8  # + the slots' current memories
 
 
-@contextmanager
-def counting(client: AsyncTestClient[Any]) -> Iterator[list[str]]:
+def counting(client: AsyncTestClient[Any]) -> AbstractContextManager[list[str]]:
     """Every statement the app's engine sends while the block runs (the test client is sequential)."""
-    engine: AsyncEngine = client.app.state.engine
-    statements: list[str] = []
-
-    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        statements.append(statement)
-
-    event.listen(engine.sync_engine, "before_cursor_execute", record)
-    try:
-        yield statements
-    finally:
-        event.remove(engine.sync_engine, "before_cursor_execute", record)
+    return statements_sent(client.app.state.engine)
 
 
 async def seed(api: Api, user: str) -> None:
