@@ -16,6 +16,7 @@ from app.context import RequestContext
 from app.db.spare import sees_same_rows
 from app.language.tense import asks_about_past
 from app.lib.errors import ValidationFailed
+from app.lib.logging import get_logger
 from app.lib.metrics import observe_recall
 from app.lib.validation import check_time
 from app.memory.candidate_set import Candidates
@@ -24,6 +25,8 @@ from app.memory.packing import Packed, PackItem, pack
 from app.store.bm25 import TextStats
 from app.store.candidates import CandidateQuery, CandidateRow, RecallStore, or_tsquery
 from app.vocabulary import Moment, Reach, Scope
+
+log = get_logger("engram.recall")
 
 MAX_BUDGET = 32768
 Latency = dict[str, float]
@@ -141,6 +144,9 @@ class Recaller:
             [vector] = await ctx.embedder.embed([request.query])
         except BaseException:
             await asyncio.wait([planning])  # never left reading on the session once the request fails
+            failed = None if planning.cancelled() else planning.exception()  # read: never "unretrieved"
+            if failed is not None:  # the embedding's error is the request's; this one is only noted
+                log.info("recall_plan_failed_with_embedding", error=type(failed).__name__)
             raise
         latency["embed"] = _ms(started)
         mark = time.perf_counter()

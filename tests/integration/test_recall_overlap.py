@@ -4,6 +4,7 @@ error still ends the recall as that error, with nothing left reading on the requ
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -19,6 +20,7 @@ from app.lib.clock import SystemClock
 from app.lib.settings import Settings
 from app.memory.models import RecallInput
 from app.memory.service import MemoryService
+from app.store.bm25 import TextStats
 from app.store.plan import ScopeSizes
 from app.tenancy.types import TenantId
 from tests.conftest import Api
@@ -97,3 +99,35 @@ async def test_an_embedding_error_ends_the_recall_as_itself_with_the_session_fre
         still_reading = [t for t in asyncio.all_tasks() if not t.done() and "_plan" in repr(t.get_coro())]
         assert still_reading == []
         assert (await session.execute(text("SELECT count(*) FROM memories"))).scalar_one() == 1
+
+
+class PlanFails(ScopeSizes):
+    """The scope's plan read fails (as a dropped connection would) once the statistics were sent."""
+
+    async def plan_with_stats(self, *args: object, **kwargs: object) -> tuple[bool, int, TextStats]:
+        await asyncio.sleep(0)
+        raise ConnectionError("the database went away")
+
+
+async def test_when_both_fail_the_embedding_error_is_raised_and_the_plan_error_not_left_unread(
+    api: Api, app_engine: AsyncEngine
+) -> None:
+    tenant = TenantId(api.tenant_id)
+    await api.remember(user_id="u", content="The build runs on Fridays")
+    unread: list[dict[str, object]] = []
+    loop = asyncio.get_running_loop()
+    before = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: unread.append(context))
+    try:
+        async with async_sessionmaker(app_engine)() as session, session.begin():
+            await set_tenant(session, tenant)
+            ctx = service(session, tenant, FailsAfterAWhile()).ctx
+            with pytest.raises(EmbeddingError, match="unavailable"):
+                await MemoryService(replace(ctx, scope_sizes=PlanFails())).recall(
+                    RecallInput(user_id="u", query="when does the build run?")
+                )
+        gc.collect()  # a task whose exception nobody read reports it when it is collected
+        await asyncio.sleep(0)
+    finally:
+        loop.set_exception_handler(before)
+    assert [c.get("message") for c in unread] == []
