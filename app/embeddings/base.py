@@ -133,6 +133,13 @@ class Embedder(Protocol):
         word is shared."""
         ...
 
+    @property
+    def remote(self) -> bool:
+        """Whether embedding waits on another machine (an API) rather than on this one's CPU. Recall then
+        reads its text half meanwhile; beside a local model on the same cores that work would only
+        compete with it (docs/RANKING.md, "The text half read while a remote model embeds")."""
+        ...
+
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed a batch in one logical call; vectors are L2-normalised; ``[]`` for empty input."""
         ...
@@ -179,6 +186,10 @@ class EmbedderWrapper:
     @property
     def paraphrases(self) -> bool:
         return self.inner.paraphrases
+
+    @property
+    def remote(self) -> bool:
+        return self.inner.remote
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return await self.inner.embed(texts)

@@ -157,6 +157,11 @@ class HashEmbedder:
         """False: hashed words share nothing with a paraphrase."""
         return False
 
+    @property
+    def remote(self) -> bool:
+        """False: computed here, in microseconds."""
+        return False
+
     def embed_text(self, text: str) -> list[float]:
         """Embed a single text synchronously (for callers that are not async, e.g. test servers)."""
         # The last bucket is reserved for the "no tokens" vector; features use the rest.

@@ -242,6 +242,11 @@ class LocalEmbedder:
         return True
 
     @property
+    def remote(self) -> bool:
+        """False: it runs on this machine's cores."""
+        return False
+
+    @property
     def runtime(self) -> str:
         """The runtime in use: ``onnx`` or ``torch``."""
         return self._runtime

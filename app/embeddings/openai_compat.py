@@ -118,6 +118,11 @@ class OpenAICompatEmbedder:
         return True
 
     @property
+    def remote(self) -> bool:
+        """True: an HTTP API; the wait is the network's and the provider's."""
+        return True
+
+    @property
     def max_batch(self) -> int:
         """Most inputs sent in one request."""
         return self._max_batch

@@ -23,7 +23,7 @@ from app.memory.candidate_set import Candidates
 from app.memory.models import PassageShown, RecalledMemory, RecallInput, RecallResult, SkippedMemory
 from app.memory.packing import Packed, PackItem, pack
 from app.store.bm25 import TextStats
-from app.store.candidates import CandidateQuery, CandidateRow, RecallStore, or_tsquery
+from app.store.candidates import CandidateQuery, CandidateRow, KeywordScores, RecallStore, or_tsquery
 from app.vocabulary import Moment, Reach, Scope
 
 log = get_logger("engram.recall")
@@ -139,9 +139,11 @@ class Recaller:
         )
         tsquery = or_tsquery(request.query)
         started = time.perf_counter()
-        planning = asyncio.create_task(self._plan(scope, tsquery, now, moment))
+        embedded = asyncio.Event()
+        planning = asyncio.create_task(self._plan(scope, tsquery, now, moment, embedded))
         try:
             [vector] = await ctx.embedder.embed([request.query])
+            embedded.set()
         except BaseException:
             await asyncio.wait([planning])  # never left reading on the session once the request fails
             failed = None if planning.cancelled() else planning.exception()  # read: never "unretrieved"
@@ -153,8 +155,11 @@ class Recaller:
         plan = await planning
         return await self._candidates(request, vector, plan, now, moment, latency, mark)
 
-    async def _plan(self, scope: Scope, tsquery: str | None, now: datetime, moment: Moment) -> _Plan:
-        """What the candidate statement is built for: the scope, its plan, and BM25's statistics."""
+    async def _plan(
+        self, scope: Scope, tsquery: str | None, now: datetime, moment: Moment, embedded: asyncio.Event
+    ) -> _Plan:
+        """What the candidate statement is built for: the scope, its plan, BM25's statistics and, if the
+        query is still being embedded once they are read, the text half itself (`_keywords_ahead`)."""
         ctx, settings = self.ctx, self.ctx.settings
         stats: TextStats | None = None
         if moment.present and tsquery and self.remembered_stats:  # the statistics count the scope too
@@ -169,7 +174,33 @@ class Recaller:
             use_index, size = False, 0
         if tsquery and stats is None:
             stats = await self._text_stats(scope, now, moment)
-        return _Plan(scope, tsquery, use_index, size, stats)
+        plan = _Plan(scope, tsquery, use_index, size, stats)
+        if tsquery and ctx.embedder.remote and not embedded.is_set() and not self._spare_reads_keywords(size):
+            plan.keywords = await ctx.store.recall.keyword_scores(self._query(plan, (), now, moment))
+        return plan
+
+    def _spare_reads_keywords(self, size: int) -> bool:
+        """Whether a spare connection may read the text half beside the cosine half (`_keywords_apart`)."""
+        ctx = self.ctx
+        return ctx.spare is not None and size >= ctx.settings.spare_keyword_min_rows
+
+    def _query(self, plan: _Plan, vector: Sequence[float], now: datetime, moment: Moment) -> CandidateQuery:
+        ctx, policy = self.ctx, self.ctx.policy
+        return CandidateQuery(
+            plan.scope,
+            vector,
+            ctx.embedder.name,
+            plan.tsquery,
+            policy.candidate_k,
+            now,
+            policy.keyword_max_matches,
+            stats=plan.stats,
+            k1=policy.bm25_k1,
+            b=policy.bm25_b,
+            moment=moment,
+            neighbours=policy.neighbour_weight > 0,
+            keywords=plan.keywords,
+        )
 
     async def _candidates(
         self,
@@ -185,20 +216,7 @@ class Recaller:
         when the `sql` stage started (the query's vector arrived)."""
         ctx, settings, policy = self.ctx, self.ctx.settings, self.ctx.policy
         use_index, size = plan.use_index, plan.size
-        query = CandidateQuery(
-            plan.scope,
-            vector,
-            ctx.embedder.name,
-            plan.tsquery,
-            policy.candidate_k,
-            now,
-            policy.keyword_max_matches,
-            stats=plan.stats,
-            k1=policy.bm25_k1,
-            b=policy.bm25_b,
-            moment=moment,
-            neighbours=policy.neighbour_weight > 0,
-        )
+        query = self._query(plan, vector, now, moment)
         candidates = Candidates(
             request, policy, ctx.counter, now, past=moment.past, cosine_floor=ctx.relevance_floor()
         )
@@ -236,18 +254,18 @@ class Recaller:
         """Start the text half on a spare connection when the scope is large enough for it to pay and
         one is free; None: it runs in the candidate statement. Its rows are added to `into` as soon as
         they arrive, so they are scored while the cosine half is still running."""
-        ctx = self.ctx
-        if not query.tsquery or ctx.spare is None or size < ctx.settings.spare_keyword_min_rows:
+        ctx, spare = self.ctx, self.ctx.spare
+        if not query.tsquery or query.keywords is not None or spare is None:
             return None
-        if not sees_same_rows(ctx.session):
-            return None  # this transaction wrote rows that no other connection sees yet
+        if not self._spare_reads_keywords(size) or not sees_same_rows(ctx.session):
+            return None  # too small to pay, or this transaction wrote rows no other connection sees yet
 
         async def read(session: AsyncSession) -> list[CandidateRow]:
             matched = await RecallStore(session, query.scope.tenant).keyword_candidates(query)
             into.add(matched)
             return matched
 
-        return ctx.spare.start(query.scope.tenant, read)
+        return spare.start(query.scope.tenant, read)
 
     async def _reinforce(self, ids: list[uuid.UUID], now: datetime) -> None:
         if self.ctx.reinforcements is not None:
@@ -256,7 +274,7 @@ class Recaller:
             await self.ctx.store.access.once(ids, now)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Plan:
     """What one recall's candidate statement is built for, known before the query's vector."""
 
@@ -265,6 +283,7 @@ class _Plan:
     use_index: bool  # HNSW answers the cosine half
     size: int  # the scope's live rows as counted for the plan
     stats: TextStats | None  # BM25's statistics (None without a text half)
+    keywords: KeywordScores | None = None  # the text half, read while the query was embedded
 
 
 def _without_keywords(query: CandidateQuery) -> CandidateQuery:

@@ -174,3 +174,16 @@ NO_KEYWORD_CTES = """scored AS (
                            NULL::float8[] AS p_matched_ranks, 0.0::float8 AS ideal
                     WHERE false
                 ), kw AS (SELECT * FROM scored)"""
+
+
+def known_keyword_ctes(rows: str) -> str:
+    """The text half read ahead (`RecallStore.keyword_scores`): its top-k memories, given as `:kw_ids`,
+    those still among `rows` (a memory forgotten or superseded since is not loaded); their BM25 is
+    attached in Python, so `scored` is empty here."""
+    return f"""scored AS (
+                    SELECT NULL::uuid AS id, 0.0::float8 AS rank, NULL::smallint[] AS p_matched,
+                           NULL::float8[] AS p_matched_ranks, 0.0::float8 AS ideal
+                    WHERE false
+                ), kw AS (
+                    SELECT id FROM memories WHERE {rows} AND id = ANY (CAST(:kw_ids AS uuid[]))
+                )"""

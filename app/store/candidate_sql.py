@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import DateTime, Float, Integer, column
 
-from app.store.bm25 import NO_KEYWORD_CTES, bm25_ctes
+from app.store.bm25 import NO_KEYWORD_CTES, bm25_ctes, known_keyword_ctes
 from app.store.moments import moment_sql
 from app.store.scope import live_sql, owners_sql, scope_sql
 from app.store.sql import MEMORY_COLUMNS, MEMORY_SQL, model_literal, result_column
@@ -94,14 +94,15 @@ CANDIDATE_RESULT = (
 @dataclass(frozen=True, slots=True)
 class Shape:
     """What one recall's statements are built for: the scope, the moment, whether the query has words
-    (`tsquery`), whether the scope has long memories (`passages`) and whether candidates' neighbours
-    count (`neighbours`)."""
+    (`tsquery`), whether the scope has long memories (`passages`), whether candidates' neighbours
+    count (`neighbours`) and whether the text half was read ahead (`keywords_read`)."""
 
     scope: Scope
     moment: Moment = PRESENT
     tsquery: bool = True
     passages: bool = True
     neighbours: bool = True
+    keywords_read: bool = False  # the text half was read ahead: its top-k ids are a parameter
 
     @property
     def rows(self) -> str:
@@ -120,6 +121,8 @@ class Shape:
         """The text half (CTEs `scored` and `kw`, app.store.bm25) on its own scan of the scope, which
         stops at `kw_cap` matches. Most rows are read from the covering index ix_memories_scope_text
         alone; rows too long for it, from the heap."""
+        if self.keywords_read:
+            return known_keyword_ctes(self.rows)
         if not self.tsquery:
             return NO_KEYWORD_CTES
         match = f"SELECT id, content_hash, content_tsv AS tsv FROM memories{_TSQUERY} WHERE {self.rows}"

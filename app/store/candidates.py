@@ -63,12 +63,19 @@ class PassageRow:
     keyword_rank: float
 
 
-def passage_scores(row: RowMapping) -> list[tuple[float | None, float]]:
-    """The raw scores (cosine, BM25) of a candidate row's passages, in order (none: empty)."""
+def passage_scores(
+    row: RowMapping,
+    p_matched: Sequence[int] | None = None,
+    p_matched_ranks: Sequence[float] | None = None,
+) -> list[tuple[float | None, float]]:
+    """The raw scores (cosine, BM25) of a candidate row's passages, in order (none: empty); the matching
+    passages' ordinals and BM25 are the row's own unless given (the text half read ahead)."""
     ordinals = row["p_ordinals"]
     if not ordinals:
         return []
-    matched = dict(zip(row["p_matched"] or (), row["p_matched_ranks"] or (), strict=True))
+    if p_matched is None:
+        p_matched, p_matched_ranks = row["p_matched"], row["p_matched_ranks"]
+    matched = dict(zip(p_matched or (), p_matched_ranks or (), strict=True))
     return [
         (None if c is None else float(c), float(matched.get(o, 0.0)))
         for o, c in zip(ordinals, row["p_cosines"], strict=True)
@@ -172,6 +179,28 @@ class CandidateRow:
 
 
 @dataclass(frozen=True, slots=True)
+class KeywordScores:
+    """The text half read on its own, before the query's vector was there (`RecallStore.keyword_scores`):
+    the BM25 of every matching memory with its matching passages' ordinals and BM25, the query's ideal
+    BM25, and the ids of the top-k. The candidate statement then loads those ids beside the cosine half's
+    and the scores are attached here, as the one statement attaches them."""
+
+    scores: dict[uuid.UUID, tuple[float, list[int] | None, list[float] | None]]
+    ideal: float
+    top: tuple[uuid.UUID, ...]
+
+    def attach(self, row: CandidateRow) -> None:
+        """Give a loaded candidate its BM25 (it keeps 0 when its text did not match)."""
+        found = self.scores.get(row.id)
+        if found is None:
+            return
+        rank, p_matched, p_matched_ranks = found
+        row.keyword_rank, row.keyword_ideal = rank, self.ideal
+        if p_matched:
+            row.passage_scores = passage_scores(row.columns, p_matched, p_matched_ranks)
+
+
+@dataclass(frozen=True, slots=True)
 class CandidateQuery:
     """One recall's question: the query's vector and words in a scope (`Reach.WITH_GLOBAL`)."""
 
@@ -187,24 +216,36 @@ class CandidateQuery:
     b: float = 0.75
     moment: Moment = PRESENT  # which rows count as current (the present: live ones)
     neighbours: bool = True  # look up when each candidate's neighbours in its session were observed
+    keywords: KeywordScores | None = None  # the text half, read ahead (None: the statement reads it)
 
     @property
     def shape(self) -> Shape:
         """What its statements are built for. Passages are left out only where the scope's statistics
         say it has no long memory (for a large scope they can be a minute old, as its counts)."""
         passages = self.stats is None or self.stats.long > 0
-        return Shape(self.scope, self.moment, bool(self.tsquery), passages, self.neighbours)
+        read = self.keywords is not None
+        words = bool(self.tsquery) and not read
+        return Shape(self.scope, self.moment, words, passages, self.neighbours, read)
 
     def params(self) -> dict[str, Any]:
         params = {
-            **scope_params(self.scope, self.now),
-            **moment_params(self.moment),
+            **self.text_params(),
             "qvec": vector_literal(self.embedding),
             "embed_model": self.embed_model,
+        }
+        if self.keywords is not None:
+            params["kw_ids"] = list(self.keywords.top)
+        return params
+
+    def text_params(self) -> dict[str, Any]:
+        """The parameters of the text half alone (no vector)."""
+        params = {
+            **scope_params(self.scope, self.now),
+            **moment_params(self.moment),
             "k": self.k,
             "kw_cap": self.keyword_cap,
         }
-        if self.tsquery:
+        if self.tsquery and self.keywords is None:
             params["tsq"] = self.tsquery
             params["words"] = self.tsquery.replace("|", " ")
             params.update(bm25_k1=self.k1, bm25_b=self.b)
@@ -271,7 +312,7 @@ class RecallStore:
         if use_index:
             await use_hnsw_scan(self.session, ef_search)
             sources = shape.index_sources(query.embed_model, dim)
-        elif single_pass and query.tsquery:
+        elif single_pass and shape.tsquery:
             sources = shape.single_pass_sources()
         else:
             sources = shape.exact_sources()
@@ -293,7 +334,28 @@ class RecallStore:
         # id array: joining the candidates' CTE to `memories` let the planner, misled by a fresh table's
         # estimates, scan the scope once per candidate (a 419-row scope: 35 ms instead of 9).
         rows = (await self.session.execute(sql, query.params())).mappings().all()
-        return [CandidateRow.of(row) for row in rows]
+        loaded = [CandidateRow.of(row) for row in rows]
+        if query.keywords is not None:
+            for candidate in loaded:
+                query.keywords.attach(candidate)
+        return loaded
+
+    async def keyword_scores(self, query: CandidateQuery) -> KeywordScores:
+        """The text half of `candidates` on its own, needing no vector (recall reads it while the query
+        is embedded): the BM25 of every match, as the candidate statement computes it, and its top-k."""
+        query = await self._counted(query)
+        sql = statement(
+            f"""WITH {query.shape.scope_matches()}
+                SELECT scored.id, scored.rank, scored.ideal, scored.p_matched, scored.p_matched_ranks,
+                       top.id IS NOT NULL AS top
+                FROM scored LEFT JOIN (SELECT id FROM kw) top ON top.id = scored.id"""
+        )
+        rows = (await self.session.execute(sql, query.text_params())).all()
+        return KeywordScores(
+            {r.id: (float(r.rank), r.p_matched, r.p_matched_ranks) for r in rows},
+            float(rows[0].ideal) if rows else 0.0,
+            tuple(r.id for r in rows if r.top),
+        )
 
     async def keyword_candidates(self, query: CandidateQuery) -> list[CandidateRow]:
         """The text half of `candidates` on its own: the top-k full-text matches, loaded as candidates."""

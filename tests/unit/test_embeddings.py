@@ -290,3 +290,19 @@ async def test_torch_thread_setting_applies_where_it_encodes(torch_embedder: Loc
         assert cosine(a, b) == pytest.approx(1.0, abs=1e-5)
     await one.aclose()
     await default.aclose()
+
+
+async def test_only_an_api_model_is_remote(local_embedder: LocalEmbedder) -> None:
+    """Recall reads its text half while a remote model embeds (docs/RANKING.md), never beside a local one."""
+    import openai
+
+    from app.embeddings.cache import QueryEmbeddingCache
+    from app.embeddings.openai_compat import OpenAICompatEmbedder
+
+    api = OpenAICompatEmbedder(openai.AsyncOpenAI(api_key="k", base_url="http://127.0.0.1:9"), "m", dim=8)
+    assert api.remote is True
+    assert QueryEmbeddingCache(api, size=4, ttl_s=60).remote is True  # a wrapper is its model's
+    assert HashEmbedder().remote is False
+    assert local_embedder.remote is False
+    assert QueryEmbeddingCache(HashEmbedder(), size=4, ttl_s=60).remote is False
+    await api.aclose()
