@@ -175,14 +175,11 @@ class Recaller:
         if tsquery and stats is None:
             stats = await self._text_stats(scope, now, moment)
         plan = _Plan(scope, tsquery, use_index, size, stats)
-        if tsquery and ctx.embedder.remote and not embedded.is_set() and not self._spare_reads_keywords(size):
+        # Whatever the scope's size: where a spare connection would read the text half beside the cosine
+        # half, reading it here instead is as fast and keeps every cosine candidate's BM25 (docs/RANKING.md).
+        if tsquery and ctx.embedder.remote and not embedded.is_set():
             plan.keywords = await ctx.store.recall.keyword_scores(self._query(plan, (), now, moment))
         return plan
-
-    def _spare_reads_keywords(self, size: int) -> bool:
-        """Whether a spare connection may read the text half beside the cosine half (`_keywords_apart`)."""
-        ctx = self.ctx
-        return ctx.spare is not None and size >= ctx.settings.spare_keyword_min_rows
 
     def _query(self, plan: _Plan, vector: Sequence[float], now: datetime, moment: Moment) -> CandidateQuery:
         ctx, policy = self.ctx, self.ctx.policy
@@ -257,7 +254,7 @@ class Recaller:
         ctx, spare = self.ctx, self.ctx.spare
         if not query.tsquery or query.keywords is not None or spare is None:
             return None
-        if not self._spare_reads_keywords(size) or not sees_same_rows(ctx.session):
+        if size < ctx.settings.spare_keyword_min_rows or not sees_same_rows(ctx.session):
             return None  # too small to pay, or this transaction wrote rows no other connection sees yet
 
         async def read(session: AsyncSession) -> list[CandidateRow]:

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from app.context import RequestContext
 from app.db.session import create_engine, set_tenant
 from app.db.spare import SpareReads, checked_out
+from app.embeddings.base import Embedder
 from app.embeddings.hashing import HashEmbedder
 from app.lib.clock import Clock, FrozenClock, SystemClock
 from app.lib.settings import Settings
@@ -22,7 +23,9 @@ from app.memory.models import RecallInput, RecallResult, RememberInput
 from app.memory.service import MemoryService
 from app.tenancy.types import TenantId
 from tests.conftest import Api
+from tests.integration.test_recall_keywords_ahead import AHEAD_MARK, SlowModel
 from tests.support.database import TestDatabase
+from tests.support.statements import statements_sent
 
 T = TypeVar("T")
 
@@ -71,12 +74,13 @@ def _service(
     settings: Settings,
     spare: SpareReads | None,
     clock: Clock | None = None,
+    embedder: Embedder | None = None,
 ) -> MemoryService:
     ctx = RequestContext.build(
         session,
         tenant,
         "test",
-        embedder=HashEmbedder(),
+        embedder=embedder or HashEmbedder(),
         settings=_settings(settings),
         clock=clock or SystemClock(),
         counter=TokenCounter(),
@@ -93,6 +97,7 @@ async def _recall(
     query: str,
     engine: AsyncEngine | None = None,
     clock: Clock | None = None,
+    embedder: Embedder | None = None,
 ) -> RecallResult:
     """One recall in its own transaction, on `engine`'s pool or a pool of its own, at `clock`'s time.
 
@@ -104,7 +109,7 @@ async def _recall(
         async with async_sessionmaker(engine, expire_on_commit=False)() as session, session.begin():
             await set_tenant(session, tenant)
             request = RecallInput(user_id="u", query=query, min_relevance=0, token_budget=8192)
-            return await _service(session, tenant, settings, spare, clock).recall(request)
+            return await _service(session, tenant, settings, spare, clock, embedder).recall(request)
     finally:
         if own:
             await engine.dispose()
@@ -142,6 +147,34 @@ async def test_the_text_half_apart_recalls_what_one_statement_recalls(
     zeppelin = await _recall(database, settings, tenant, spare, "zeppelin hangar")
     assert any(m.components["keyword"] > 0 for m in zeppelin.memories)
     assert any(m.components["semantic"] > 0 and m.components["keyword"] == 0 for m in zeppelin.memories)
+
+
+async def test_a_remote_model_lets_the_text_half_be_read_ahead_instead_of_on_the_spare_connection(
+    api: Api, database: TestDatabase, settings: Settings, spare: CountingSpare
+) -> None:
+    """While an API embeds the query the text half is read on the request's own connection: as fast at
+    the largest bench.perf scope, and every cosine candidate keeps its BM25 (docs/RANKING.md)."""
+    tenant = await _with_facts(api)
+    clock = FrozenClock()
+    engine = create_engine(database.app_url, pool_size=1, max_overflow=0)
+    try:
+        for query in QUERIES:
+            read = asyncio.Event()
+
+            def sent(statement: str, read: asyncio.Event = read) -> None:
+                if AHEAD_MARK in statement:
+                    read.set()
+
+            with statements_sent(engine, each=sent):
+                ahead = await _recall(
+                    database, settings, tenant, spare, query, engine, clock, SlowModel(read)
+                )
+            assert read.is_set(), query
+            alone = await _recall(database, settings, tenant, None, query, clock=clock)
+            assert _seen(ahead) == _seen(alone), query
+    finally:
+        await engine.dispose()
+    assert spare.started == 0
 
 
 async def test_the_spare_connection_reads_only_the_tenants_rows(
