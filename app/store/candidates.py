@@ -344,17 +344,32 @@ class RecallStore:
         """The text half of `candidates` on its own, needing no vector (recall reads it while the query
         is embedded): the BM25 of every match, as the candidate statement computes it, and its top-k."""
         query = await self._counted(query)
+        # One row of flat arrays: hundreds of matches cost a row's decoding, not hundreds of rows'.
         sql = statement(
             f"""WITH {query.shape.scope_matches()}
-                SELECT scored.id, scored.rank, scored.ideal, scored.p_matched, scored.p_matched_ranks,
-                       top.id IS NOT NULL AS top
-                FROM scored LEFT JOIN (SELECT id FROM kw) top ON top.id = scored.id"""
+                SELECT (SELECT array_agg(id) FROM scored) AS ids,
+                       (SELECT array_agg(rank) FROM scored) AS ranks,
+                       (SELECT max(ideal) FROM scored) AS ideal,
+                       (SELECT array_agg(id) FROM kw) AS top,
+                       p.ids AS p_ids, p.ordinals AS p_ordinals, p.ranks AS p_ranks
+                FROM (SELECT array_agg(s.id) AS ids, array_agg(u.ordinal) AS ordinals,
+                             array_agg(u.rank) AS ranks
+                      FROM scored s, unnest(s.p_matched, s.p_matched_ranks) AS u(ordinal, rank)) p"""
         )
-        rows = (await self.session.execute(sql, query.text_params())).all()
+        row = (await self.session.execute(sql, query.text_params())).one()
+        matched: dict[uuid.UUID, tuple[list[int], list[float]]] = {}
+        passages = zip(row.p_ids or (), row.p_ordinals or (), row.p_ranks or (), strict=True)
+        for memory, ordinal, rank in passages:
+            ordinals, ranks = matched.setdefault(memory, ([], []))
+            ordinals.append(ordinal)
+            ranks.append(rank)
         return KeywordScores(
-            {r.id: (float(r.rank), r.p_matched, r.p_matched_ranks) for r in rows},
-            float(rows[0].ideal) if rows else 0.0,
-            tuple(r.id for r in rows if r.top),
+            {
+                memory: (float(rank), *matched.get(memory, (None, None)))
+                for memory, rank in zip(row.ids or (), row.ranks or (), strict=True)
+            },
+            float(row.ideal or 0.0),
+            tuple(row.top or ()),
         )
 
     async def keyword_candidates(self, query: CandidateQuery) -> list[CandidateRow]:

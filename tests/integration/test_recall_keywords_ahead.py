@@ -28,7 +28,7 @@ from tests.integration.test_passages import FILLER, NEEDLE, QUESTION, long_text
 from tests.support.statements import statements_sent
 
 # The statement that reads the text half on its own (`RecallStore.keyword_scores`).
-AHEAD_MARK = "IS NOT NULL AS top"
+AHEAD_MARK = "(SELECT array_agg(id) FROM kw) AS top"
 USER = "reader"
 
 
