@@ -127,7 +127,8 @@ class Recaller:
     ) -> tuple[Candidates, list[PackItem[CandidateRow]], bool]:
         """The request's candidates, scored. The scope's plan and BM25's statistics need no vector, so
         they are read while the query is embedded (a local model's few milliseconds, a remote one's
-        more); `sql` counts the reads' time after the vector arrived."""
+        more), and with a remote model the text half too; `sql` counts the reads' time after the vector
+        arrived."""
         ctx = self.ctx
         scope = Scope(
             ctx.tenant,
@@ -158,8 +159,9 @@ class Recaller:
     async def _plan(
         self, scope: Scope, tsquery: str | None, now: datetime, moment: Moment, embedded: asyncio.Event
     ) -> _Plan:
-        """What the candidate statement is built for: the scope, its plan, BM25's statistics and, if the
-        query is still being embedded once they are read, the text half itself (`_keywords_ahead`)."""
+        """What the candidate statement is built for: the scope, its plan, BM25's statistics and, if a
+        remote model is still embedding the query once they are read, the text half itself
+        (`RecallStore.keyword_scores`; beside a local model it would compete for the same cores)."""
         ctx, settings = self.ctx, self.ctx.settings
         stats: TextStats | None = None
         if moment.present and tsquery and self.remembered_stats:  # the statistics count the scope too
@@ -249,8 +251,8 @@ class Recaller:
         self, query: CandidateQuery, size: int, into: Candidates
     ) -> asyncio.Task[list[CandidateRow] | None] | None:
         """Start the text half on a spare connection when the scope is large enough for it to pay and
-        one is free; None: it runs in the candidate statement. Its rows are added to `into` as soon as
-        they arrive, so they are scored while the cosine half is still running."""
+        one is free; None: it runs in the candidate statement (or was read ahead). Its rows are added to
+        `into` as soon as they arrive, so they are scored while the cosine half is still running."""
         ctx, spare = self.ctx, self.ctx.spare
         if not query.tsquery or query.keywords is not None or spare is None:
             return None
