@@ -167,23 +167,21 @@ _MEMORY_SCORED = """
                            (SELECT ideal FROM ideal) AS ideal
                     FROM unit_scored"""
 
-# The text half left out: no matches (the columns of `scored`: the memory, its best unit's BM25, and the
+# No BM25 in the statement: an empty `scored` with its columns (the memory, its best unit's BM25, the
 # ordinals and BM25 of its matching passages, the query's ideal BM25).
-NO_KEYWORD_CTES = """scored AS (
+_NO_SCORES = """scored AS (
                     SELECT NULL::uuid AS id, 0.0::float8 AS rank, NULL::smallint[] AS p_matched,
                            NULL::float8[] AS p_matched_ranks, 0.0::float8 AS ideal
                     WHERE false
-                ), kw AS (SELECT * FROM scored)"""
+                )"""
+# The text half left out: no matches.
+NO_KEYWORD_CTES = f"""{_NO_SCORES}, kw AS (SELECT * FROM scored)"""
 
 
 def known_keyword_ctes(rows: str) -> str:
     """The text half read ahead (`RecallStore.keyword_scores`): its top-k memories, given as `:kw_ids`,
     those still among `rows` (a memory forgotten or superseded since is not loaded); their BM25 is
     attached in Python, so `scored` is empty here."""
-    return f"""scored AS (
-                    SELECT NULL::uuid AS id, 0.0::float8 AS rank, NULL::smallint[] AS p_matched,
-                           NULL::float8[] AS p_matched_ranks, 0.0::float8 AS ideal
-                    WHERE false
-                ), kw AS (
+    return f"""{_NO_SCORES}, kw AS (
                     SELECT id FROM memories WHERE {rows} AND id = ANY (CAST(:kw_ids AS uuid[]))
                 )"""

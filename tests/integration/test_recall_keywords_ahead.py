@@ -10,7 +10,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
 from app.context import RequestContext
@@ -121,17 +120,14 @@ async def test_a_memory_forgotten_while_the_query_is_embedded_is_not_recalled(
         response = await api.post("/v1/forget", {"user_id": USER, "memory_id": staging["memory"]["id"]})
         assert response.status_code == 200, response.text
 
-    def done(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+    def done(statement: str) -> None:
         if AHEAD_MARK in statement:
             read.set()  # its rows are read: the forget below commits after the text half's snapshot
 
-    event.listen(app_engine.sync_engine, "after_cursor_execute", done)
-    try:
+    with statements_sent(app_engine, each=done, answered=True):
         result = await recall(
             app_engine, tenant, SlowModel(read, forget_staging), "which port does the server run on"
         )
-    finally:
-        event.remove(app_engine.sync_engine, "after_cursor_execute", done)
     assert read.is_set()
     recalled = {str(m.memory.id): m.memory.status for m in result.memories}
     assert staging["memory"]["id"] not in recalled
