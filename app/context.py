@@ -22,6 +22,7 @@ from app.store import Store
 from app.store.access import Reinforcements
 from app.store.limits import Limits, StoredCounts, ensure_room, ensure_tokens
 from app.store.plan import SCOPE_SIZES, ScopeSizes
+from app.store.terms import TERM_INDEX, TermIndex
 from app.tenancy.types import TenantId
 
 
@@ -36,6 +37,7 @@ class RequestContext:
     counter: TokenCounter
     clock: Clock
     scope_sizes: ScopeSizes = SCOPE_SIZES  # shared by the process: large scopes' counts
+    terms: TermIndex = TERM_INDEX  # shared by the process: scopes' terms for recall's text half
     reinforcements: Reinforcements | None = None  # None: recall reinforces in its own transaction
     spare: SpareReads | None = None  # None: recall's two halves run in one statement
     limits: Limits | None = None  # the tenant's limits (None: none enforced, as in the CLI)
@@ -55,6 +57,7 @@ class RequestContext:
         policy: RankingPolicy | None = None,
         reinforcements: Reinforcements | None = None,
         spare: SpareReads | None = None,
+        terms: TermIndex | None = None,
         limits: Limits | None = None,
         stored: StoredCounts | None = None,
     ) -> RequestContext:
@@ -71,6 +74,7 @@ class RequestContext:
             clock=clock,
             reinforcements=reinforcements,
             spare=spare,
+            terms=TERM_INDEX if terms is None else terms,
             limits=limits,
             stored=stored,
         )

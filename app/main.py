@@ -48,6 +48,7 @@ from app.mcp.http import McpHttp
 from app.memory.maintenance import service_maintenance
 from app.state import Services
 from app.store.access import Reinforcements
+from app.store.terms import TermIndex
 from app.webhooks.deliverer import Deliverer
 from app.webhooks.signing import SigningKey
 
@@ -109,6 +110,7 @@ def create_app(
     services = Services(
         settings=settings, clock=clock or SystemClock(), counter=TokenCounter(), embedder=embedder, chat=chat
     )
+    services.terms = TermIndex(settings.term_index_units)
     if settings.reinforce_interval_s > 0:
         services.reinforcements = Reinforcements(engine, settings.reinforce_interval_s)
     if settings.spare_connections > 0:

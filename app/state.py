@@ -17,6 +17,7 @@ from app.lib.settings import Settings
 from app.lib.tokens import TokenCounter
 from app.store.access import Reinforcements
 from app.store.limits import Limits
+from app.store.terms import TermIndex
 from app.tenancy.types import TenantId
 from app.webhooks.signing import SigningKey
 
@@ -31,6 +32,7 @@ class Services:
     offline: ChatProvider | None = None  # the offline model: the fallback when the online one fails
     reinforcements: Reinforcements | None = None  # recall's batched reinforcement (None: inline)
     spare: SpareReads | None = None  # connections for recall's text half (None: one statement)
+    terms: TermIndex = field(default_factory=TermIndex)  # scopes' terms for recall's text half
     limiter: Limiter | None = None  # per-tenant limits and fairness (None: none, as in benches' direct calls)
     # Change events: the key webhook secrets are derived from (built by create_app).
     webhook_key: SigningKey | None = None
@@ -75,6 +77,7 @@ class Services:
             policy=self.policy(),
             reinforcements=self.reinforcements,
             spare=self.spare,
+            terms=self.terms,
             limits=limits,
             stored=self.limiter.stored if self.limiter is not None else None,
         )

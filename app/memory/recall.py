@@ -163,6 +163,10 @@ class Recaller:
         remote model is still embedding the query once they are read, the text half itself
         (`RecallStore.keyword_scores`; beside a local model it would compete for the same cores)."""
         ctx, settings = self.ctx, self.ctx.settings
+        if tsquery and settings.term_index_max_rows > 0:
+            indexed = await self._indexed(scope, tsquery, now, moment)
+            if indexed is not None:
+                return indexed
         stats: TextStats | None = None
         if moment.present and tsquery and self.remembered_stats:  # the statistics count the scope too
             use_index, size, stats = await ctx.scope_sizes.plan_with_stats(
@@ -182,6 +186,23 @@ class Recaller:
         if tsquery and ctx.embedder.remote and not embedded.is_set():
             plan.keywords = await ctx.store.recall.keyword_scores(self._query(plan, (), now, moment))
         return plan
+
+    async def _indexed(self, scope: Scope, tsquery: str, now: datetime, moment: Moment) -> _Plan | None:
+        """The plan with the text half and BM25's statistics from the process's index of the scope's
+        terms (app/store/terms.py: the same scores as the statement's, without its pass over every
+        match); None when the scope is larger than `term_index_max_rows`."""
+        ctx, settings = self.ctx, self.ctx.settings
+        query = self._query(_Plan(scope, tsquery, False, 0, None), (), now, moment)
+        half = await ctx.store.recall.text_half(ctx.terms, query, settings.term_index_max_rows)
+        if half is None:
+            return None
+        use_index, size = False, half.listed
+        if size > settings.exact_scan_max_rows:
+            use_index, size = await ctx.scope_sizes.plan(
+                ctx.store.recall, scope, now, settings.exact_scan_max_rows, settings.hnsw_min_share
+            )
+        keywords = KeywordScores(half.scores, half.ideal, half.top)
+        return _Plan(scope, tsquery, use_index, size, half.stats, keywords)
 
     def _query(self, plan: _Plan, vector: Sequence[float], now: datetime, moment: Moment) -> CandidateQuery:
         ctx, policy = self.ctx, self.ctx.policy

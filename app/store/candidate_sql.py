@@ -206,3 +206,49 @@ class Shape:
                             ELSE (SELECT avgdl FROM plain) END AS avgdl,
                        CASE WHEN has.yes THEN (SELECT long FROM grouped) ELSE 0 END AS long
                 FROM has"""
+
+
+# What a row's terms derive from (app/store/terms.py): its version, content and subject. A row changed
+# by another transaction has a new `xmin`; one changed by the transaction that wrote it, a new content
+# hash or subject (its passages are rebuilt with either).
+def _fingerprint(t: str) -> str:
+    return (
+        f"hashtextextended({t}.xmin::text || ' ' || {t}.content_hash || ' ' || coalesce({t}.subject, ''), 0)"
+    )
+
+
+# A tsvector's lexemes and their position counts (1 without positions), in its order.
+_TERMS = """LATERAL (
+                    SELECT array_agg(t.lexeme) AS lexemes,
+                           array_agg(coalesce(cardinality(t.positions), 1)) AS counts
+                    FROM unnest({tsv}) t
+                ) terms"""
+
+
+def term_listing(rows: str) -> str:
+    """How many rows the scope has (counted up to `:cap`) and the sum of their fingerprints, with every
+    row's id and fingerprint only when the two differ from what the index last saw (`:known_rows`,
+    `:known_total`); and the query's lexemes as the text half stems them."""
+    return f"""WITH listed AS MATERIALIZED (
+                    SELECT id, {_fingerprint("memories")} AS fingerprint FROM memories
+                    WHERE {rows} LIMIT :cap
+                ), summary AS (
+                    SELECT count(*) AS n, coalesce(sum(fingerprint), 0) AS total FROM listed
+                )
+                SELECT summary.n, summary.total, changed.ids, changed.fingerprints,
+                       (SELECT tsvector_to_array(to_tsvector('english', :words))) AS lexemes
+                FROM summary LEFT JOIN LATERAL (
+                    SELECT array_agg(id) AS ids, array_agg(fingerprint) AS fingerprints FROM listed
+                ) changed ON summary.n <> :known_rows OR summary.total <> CAST(:known_total AS numeric)"""
+
+
+# The terms of `:ids` (each memory with its fingerprint and content hash, ordinal NULL) and of their
+# passages (with the ordinal).
+UNIT_TERMS = f"""SELECT m.id, {_fingerprint("m")} AS fingerprint, m.content_hash,
+                        NULL::smallint AS ordinal, terms.lexemes, terms.counts
+                 FROM memories m, {_TERMS.format(tsv="m.content_tsv")}
+                 WHERE m.tenant_id = :tenant AND m.id = ANY (CAST(:ids AS uuid[]))
+                 UNION ALL
+                 SELECT p.memory_id, NULL, NULL, p.ordinal, terms.lexemes, terms.counts
+                 FROM memory_passages p, {_TERMS.format(tsv="p.content_tsv")}
+                 WHERE p.tenant_id = :tenant AND p.memory_id = ANY (CAST(:ids AS uuid[]))"""

@@ -21,7 +21,14 @@ from sqlalchemy.engine import RowMapping
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.store.bm25 import TextStats
-from app.store.candidate_sql import CANDIDATE_RESULT, CANDIDATE_SELECT, Shape, recall_scope
+from app.store.candidate_sql import (
+    CANDIDATE_RESULT,
+    CANDIDATE_SELECT,
+    UNIT_TERMS,
+    Shape,
+    recall_scope,
+    term_listing,
+)
 from app.store.moments import moment_params
 from app.store.records import MemoryRecord
 from app.store.scope import scope_params
@@ -33,6 +40,7 @@ from app.store.sql import (
     use_hnsw_scan,
     vector_literal,
 )
+from app.store.terms import MemoryTerms, TermIndex, TextHalf, UnitTerms
 from app.tenancy.types import TenantId
 from app.vocabulary import PRESENT, MemoryStatus, MemoryType, Moment, Privacy, Scope, is_protected
 
@@ -371,6 +379,46 @@ class RecallStore:
             float(row.ideal or 0.0),
             tuple(row.top or ()),
         )
+
+    async def text_half(self, index: TermIndex, query: CandidateQuery, max_rows: int) -> TextHalf | None:
+        """The text half, with the scope's size and statistics, from the process's index of the scope's
+        terms (app/store/terms.py). One statement confirms the scope is as the index last listed it,
+        or lists it; a second reads the terms of rows not indexed yet (or changed since). None: the
+        scope has more than `max_rows` rows."""
+        assert query.tsquery
+        terms = index.scope(query.scope)
+        known = terms.listed  # what this recall's statement compares with, whatever others do meanwhile
+        params = {
+            **scope_params(query.scope, query.now),
+            **moment_params(query.moment),
+            "cap": max_rows + 1,
+            "words": query.tsquery.replace("|", " "),
+            "known_rows": -1 if known is None else known.rows,
+            "known_total": 0 if known is None else known.total,
+        }
+        row = (await self.session.execute(statement(term_listing(query.shape.rows)), params)).one()
+        if row.n > max_rows:
+            return None
+        if row.ids is None and known is not None:
+            listed = known
+        else:
+            ids, fingerprints = row.ids or [], row.fingerprints or []
+            missing = terms.missing(ids, fingerprints)
+            if missing:
+                index.add(query.scope, terms, await self._unit_terms(missing))
+            listed = terms.list(ids, int(row.total))
+        return terms.score(listed, row.lexemes or (), k=query.k, k1=query.k1, b=query.b)
+
+    async def _unit_terms(self, ids: list[uuid.UUID]) -> list[MemoryTerms]:
+        """Each memory's fingerprint, content hash and units' terms (its passages', or its own)."""
+        rows = (await self.session.execute(statement(UNIT_TERMS), {"tenant": self.tenant, "ids": ids})).all()
+        read: dict[uuid.UUID, tuple[int, str]] = {}
+        units: dict[uuid.UUID, list[UnitTerms]] = {}
+        for row in rows:
+            if row.ordinal is None:
+                read[row.id] = (int(row.fingerprint), row.content_hash)
+            units.setdefault(row.id, []).append((row.ordinal, row.lexemes or (), row.counts or ()))
+        return [(memory, *known, units[memory]) for memory, known in read.items()]
 
     async def keyword_candidates(self, query: CandidateQuery) -> list[CandidateRow]:
         """The text half of `candidates` on its own: the top-k full-text matches, loaded as candidates."""
