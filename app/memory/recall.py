@@ -201,7 +201,7 @@ class Recaller:
             use_index, size = await ctx.scope_sizes.plan(
                 ctx.store.recall, scope, now, settings.exact_scan_max_rows, settings.hnsw_min_share
             )
-        keywords = KeywordScores(half.scores, half.ideal, half.top)
+        keywords = KeywordScores(half.ranks, half.passages, half.ideal, half.top)
         return _Plan(scope, tsquery, use_index, size, half.stats, keywords)
 
     def _query(self, plan: _Plan, vector: Sequence[float], now: datetime, moment: Moment) -> CandidateQuery:

@@ -125,9 +125,11 @@ def bm25_ctes(source: str, passages: bool = True) -> str:
                          unnest(ts_filter(setweight(units.tsv, 'A', q.lexemes), '{{a}}')) t
                 ), df AS (
                     SELECT lexeme, count(*) AS df FROM hits GROUP BY lexeme
-                ), ideal AS (  -- app.memory.similarity.ideal_bm25: the sum of the query lexemes' idf
-                    SELECT coalesce(sum(ln(1 + (greatest({_N}, d) - d + 0.5) / (d + 0.5))), 0) AS ideal
-                    FROM (SELECT coalesce(df.df, 0) AS d
+                ), ideal AS (  -- app.memory.similarity.ideal_bm25: the sum of the query lexemes' idf, in
+                               -- their order (app/store/terms.py adds them in the same order)
+                    SELECT coalesce(sum(ln(1 + (greatest({_N}, d) - d + 0.5) / (d + 0.5))
+                                        ORDER BY lexeme COLLATE "C"), 0) AS ideal
+                    FROM (SELECT lexeme, coalesce(df.df, 0) AS d
                           FROM query_lexemes q CROSS JOIN unnest(q.lexemes) AS l(lexeme)
                           LEFT JOIN df USING (lexeme)) lexeme_dfs
                 ), unit_scored AS MATERIALIZED (

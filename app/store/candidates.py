@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
@@ -188,24 +188,26 @@ class CandidateRow:
 
 @dataclass(frozen=True, slots=True)
 class KeywordScores:
-    """The text half read on its own, before the query's vector was there (`RecallStore.keyword_scores`):
-    the BM25 of every matching memory with its matching passages' ordinals and BM25, the query's ideal
-    BM25, and the ids of the top-k. The candidate statement then loads those ids beside the cosine half's
-    and the scores are attached here, as the one statement attaches them."""
+    """The text half read on its own, before the query's vector was there (`RecallStore.keyword_scores`,
+    or the index of the scope's terms, app/store/terms.py): the BM25 of every matching memory, the
+    ordinals and BM25 of a long one's matching passages, the query's ideal BM25, and the ids of the
+    top-k. The candidate statement then loads those ids beside the cosine half's and the scores are
+    attached here, as the one statement attaches them."""
 
-    scores: dict[uuid.UUID, tuple[float, list[int] | None, list[float] | None]]
+    ranks: Mapping[uuid.UUID, float]
+    passages: Mapping[uuid.UUID, tuple[Sequence[int], Sequence[float]]]
     ideal: float
     top: tuple[uuid.UUID, ...]
 
     def attach(self, row: CandidateRow) -> None:
         """Give a loaded candidate its BM25 (it keeps 0 when its text did not match)."""
-        found = self.scores.get(row.id)
-        if found is None:
+        rank = self.ranks.get(row.id)
+        if rank is None:
             return
-        rank, p_matched, p_matched_ranks = found
         row.keyword_rank, row.keyword_ideal = rank, self.ideal
-        if p_matched:
-            row.passage_scores = passage_scores(row.columns, p_matched, p_matched_ranks)
+        matched = self.passages.get(row.id)
+        if matched is not None:
+            row.passage_scores = passage_scores(row.columns, *matched)
 
 
 @dataclass(frozen=True, slots=True)
@@ -372,10 +374,8 @@ class RecallStore:
             ordinals.append(ordinal)
             ranks.append(rank)
         return KeywordScores(
-            {
-                memory: (float(rank), *matched.get(memory, (None, None)))
-                for memory, rank in zip(row.ids or (), row.ranks or (), strict=True)
-            },
+            dict(zip(row.ids or (), map(float, row.ranks or ()), strict=True)),
+            matched,
             float(row.ideal or 0.0),
             tuple(row.top or ()),
         )

@@ -25,13 +25,15 @@ the tenant's row-level security like every other read, and the index is keyed by
 
 from __future__ import annotations
 
-import heapq
 import math
 import uuid
 from array import array
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
 
 from app.store.bm25 import TextStats
 from app.vocabulary import Scope
@@ -49,38 +51,48 @@ class Listed:
 
     rows: int
     total: int
-    live: bytearray  # by unit index; units indexed after this listing are not in it
+    live: npt.NDArray[np.bool_]  # by unit; units indexed after this listing are not in it
     stats: TextStats
 
 
 @dataclass(frozen=True, slots=True)
 class TextHalf:
-    """What the index gives one recall: the scope's rows and statistics, and for each matching memory
-    its BM25 (its best unit's) with its matching passages' ordinals and BM25; the query's ideal BM25;
-    the top-k memories' ids."""
+    """What the index gives one recall: the scope's rows and statistics, each matching memory's BM25
+    (its best unit's), the matching passages' ordinals and BM25 of long ones, the query's ideal BM25
+    and the top-k memories' ids."""
 
     listed: int  # the scope's rows (memories)
     stats: TextStats
-    scores: dict[uuid.UUID, tuple[float, list[int] | None, list[float] | None]]
+    ranks: dict[uuid.UUID, float]
+    passages: dict[uuid.UUID, tuple[list[int], list[float]]]
     ideal: float
     top: tuple[uuid.UUID, ...]
 
 
 class ScopeTerms:
-    """One scope's units as read: their memory, passage ordinal and length, the postings of each lexeme
-    (the units holding it, with its position count), and the scope's last listing."""
+    """One scope's units as read, in arrays by unit: the memory read (a slot: a memory changed since is
+    read into a new one), the passage ordinal (-1: the memory itself) and the length; the postings of
+    each lexeme (the units holding it, ascending, with its position count); the scope's last listing."""
 
     def __init__(self) -> None:
-        self.read: dict[uuid.UUID, tuple[int, str, tuple[int, ...]]] = {}  # id -> (fingerprint, hash, units)
-        self.memory: list[uuid.UUID] = []
-        self.ordinal: list[int | None] = []
-        self.length: list[int] = []
+        self.read: dict[uuid.UUID, tuple[int, int]] = {}  # id -> (fingerprint, slot)
+        self.ids: list[uuid.UUID] = []  # by slot
+        self.hashes: list[str] = []  # by slot: the content hash, which breaks ties as the SQL does
+        self.first: array[int] = array("i")  # by slot: its first unit (its units are consecutive)
+        self.count: array[int] = array("i")  # by slot: its units
+        self.slot: array[int] = array("i")  # by unit
+        self.ordinal: array[int] = array("i")
+        self.length: array[int] = array("i")
         self.postings: dict[str, tuple[array[int], array[int]]] = {}
+        # The slots of long memories holding each lexeme in their whole text: a passage counts only
+        # where its memory matches, as in the SQL (a passage's tsvector is made from its slice alone,
+        # and a slice can be tokenised otherwise than the same words in the whole text).
+        self.whole: dict[str, array[int]] = {}
         self.listed: Listed | None = None
 
     @property
     def units(self) -> int:
-        return len(self.memory)
+        return len(self.slot)
 
     @property
     def live_units(self) -> int:
@@ -97,14 +109,23 @@ class ScopeTerms:
         ]
 
     def add(self, rows: Sequence[MemoryTerms]) -> None:
-        """Index memories just read (a changed one's earlier units stay, no longer live)."""
+        """Index memories just read (a changed one's earlier slot stays, no longer live)."""
         for memory, fingerprint, digest, units in rows:
+            slot = len(self.ids)
+            self.ids.append(memory)
+            self.hashes.append(digest)
+            self.first.append(self.units)
             passages = [u for u in units if u[0] is not None]
-            indices = []
-            for ordinal, lexemes, counts in passages or [u for u in units if u[0] is None]:
-                index = len(self.memory)
-                self.memory.append(memory)
-                self.ordinal.append(ordinal)
+            itself = [u for u in units if u[0] is None]
+            chosen = passages or itself
+            if passages:
+                for _, lexemes, _ in itself:
+                    for lexeme in lexemes:
+                        self.whole.setdefault(lexeme, array("i")).append(slot)
+            for ordinal, lexemes, counts in chosen:
+                index = self.units
+                self.slot.append(slot)
+                self.ordinal.append(-1 if ordinal is None else ordinal)
                 self.length.append(len(lexemes))
                 for lexeme, count in zip(lexemes, counts, strict=True):
                     posting = self.postings.get(lexeme)
@@ -112,65 +133,100 @@ class ScopeTerms:
                         posting = self.postings[lexeme] = (array("i"), array("i"))
                     posting[0].append(index)
                     posting[1].append(count)
-                indices.append(index)
-            self.read[memory] = (fingerprint, digest, tuple(indices))
+            self.count.append(len(chosen))
+            self.read[memory] = (fingerprint, slot)
 
     def list(self, ids: Sequence[uuid.UUID], total: int) -> Listed:
         """The scope as just listed (every listed memory read): its live units and statistics."""
-        live = bytearray(self.units)
-        units = length = long = 0
+        live = np.zeros(self.units, dtype=np.bool_)
+        long = 0
         for memory in ids:
             known = self.read.get(memory)
             if known is None:  # listed, but gone by the time its terms were read
                 continue
-            indices = known[2]
-            if indices and self.ordinal[indices[0]] is not None:
-                long += 1  # a long memory: its units are its passages
-            for unit in indices:
-                live[unit] = 1
-                length += self.length[unit]
-            units += len(indices)
+            slot = known[1]
+            first = self.first[slot]
+            live[first : first + self.count[slot]] = True
+            long += self.ordinal[first] >= 0  # a long memory: its units are its passages
+        units = int(live.sum())
+        length = int(_view(self.length, live.size)[live].sum())
         stats = TextStats(units, length / units if units else 0.0, long)
         self.listed = Listed(len(ids), total, live, stats)
         return self.listed
 
     def score(self, listed: Listed, lexemes: Sequence[str], *, k: int, k1: float, b: float) -> TextHalf:
-        """BM25 of the query's lexemes over a listing's live units, as app/store/bm25.py computes it."""
-        live, size, stats = listed.live, len(listed.live), listed.stats
+        """BM25 of the query's lexemes over a listing's live units, as app/store/bm25.py computes it in
+        SQL: the same operations in the same order on each unit (a unit's shares added in the order of
+        the query's lexemes, which is the order its tsvector gives them there)."""
+        live, stats = listed.live, listed.stats
+        size = live.size
         n, avgdl = float(max(stats.rows, 1)), max(stats.avg_length, 1.0)
-        hits: list[tuple[float, array[int], array[int]]] = []
+        length = _view(self.length, size)
+        rank = np.zeros(size)
+        eligible = None  # without long memories, every live unit
+        if stats.long:  # a passage where its memory matches the query (the SQL's `units`)
+            matches = np.zeros(len(self.ids), dtype=np.bool_)
+            for lexeme in lexemes:
+                holding = self.whole.get(lexeme)
+                if holding is not None:
+                    matches[_view(holding)] = True
+            eligible = live & ((_view(self.ordinal, size) < 0) | matches[_view(self.slot, size)])
         dfs: list[int] = []
         for lexeme in lexemes:
             posting = self.postings.get(lexeme)
-            df = 0 if posting is None else sum(1 for u in posting[0] if u < size and live[u])
-            dfs.append(df)
-            if posting is not None and df:
-                hits.append((_idf(n, df), *posting))
-        unit_rank: dict[int, float] = {}
-        length = self.length
-        for term_idf, units, counts in hits:
-            for unit, tf in zip(units, counts, strict=True):
-                if unit < size and live[unit]:
-                    share = term_idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length[unit] / avgdl))
-                    unit_rank[unit] = unit_rank.get(unit, 0.0) + share
-        if not unit_rank:
-            return TextHalf(listed.rows, stats, {}, 0.0, ())
-        best: dict[uuid.UUID, float] = {}
+            if posting is None:
+                dfs.append(0)
+                continue
+            units, counts = _view(posting[0]), _view(posting[1])
+            if units.size and units[-1] >= size:  # units indexed after the listing
+                cut = int(np.searchsorted(units, size))
+                units, counts = units[:cut], counts[:cut]
+            keep = live[units] if eligible is None else eligible[units]
+            units, tf = units[keep], counts[keep].astype(np.float64)
+            dfs.append(int(units.size))
+            if units.size:
+                term_idf = _idf(n, units.size)
+                rank[units] += term_idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length[units] / avgdl))
+        matched = np.flatnonzero(rank)
+        if not matched.size:
+            return TextHalf(listed.rows, stats, {}, {}, 0.0, ())
+        unit_rank = rank[matched]
+        slots = _view(self.slot)[matched]
+        best = np.zeros(len(self.ids))
+        np.maximum.at(best, slots, unit_rank)
+        found = np.unique(slots)
+        found_rank = best[found]
+        ids, hashes = self.ids, self.hashes
+        ranks = dict(zip([ids[s] for s in found.tolist()], found_rank.tolist(), strict=True))
         passages: dict[uuid.UUID, tuple[list[int], list[float]]] = {}
-        for unit, rank in unit_rank.items():
-            memory, ordinal = self.memory[unit], self.ordinal[unit]
-            best[memory] = max(best.get(memory, rank), rank)
-            if ordinal is not None:
-                ordinals, ranks = passages.setdefault(memory, ([], []))
-                ordinals.append(ordinal)
-                ranks.append(rank)
-        scores: dict[uuid.UUID, tuple[float, list[int] | None, list[float] | None]] = {
-            memory: (rank, *passages.get(memory, (None, None))) for memory, rank in best.items()
-        }
-        read = self.read
-        top = heapq.nsmallest(k, scores, key=lambda m: (-scores[m][0], read[m][1]))
+        ordinals = _view(self.ordinal)[matched]
+        in_passage = ordinals >= 0
+        if in_passage.any():
+            for slot, ordinal, value in zip(
+                slots[in_passage].tolist(),
+                ordinals[in_passage].tolist(),
+                unit_rank[in_passage].tolist(),
+                strict=True,
+            ):
+                memory_ordinals, memory_ranks = passages.setdefault(ids[slot], ([], []))
+                memory_ordinals.append(ordinal)
+                memory_ranks.append(value)
+        if found.size > k:  # the k best and any tied with the k-th, then ties broken by content
+            kth = np.partition(found_rank, found.size - k)[found.size - k]
+            near = found_rank >= kth
+            found, found_rank = found[near], found_rank[near]
+        chosen = sorted(
+            zip(found_rank.tolist(), found.tolist(), strict=True), key=lambda r: (-r[0], hashes[r[1]])
+        )
+        top = tuple(ids[slot] for _, slot in chosen[:k])
         ideal = sum(_idf(n, df) for df in dfs)
-        return TextHalf(listed.rows, stats, scores, ideal, tuple(top))
+        return TextHalf(listed.rows, stats, ranks, passages, ideal, top)
+
+
+def _view(values: array[int], size: int | None = None) -> npt.NDArray[np.int32]:
+    """An array's items as numpy int32, without a copy (taken anew each time: appending may move them)."""
+    view = np.frombuffer(values, dtype=np.int32) if len(values) else np.zeros(0, dtype=np.int32)
+    return view if size is None else view[:size]
 
 
 def _idf(n: float, df: int) -> float:
