@@ -25,6 +25,12 @@ PASSAGE_TEXT = _SLICE.format(t="p")
 _TSV = "to_tsvector('english', coalesce(m.subject, '') || ' ' || {slice})"
 
 
+# A memory row's new version, nothing in it changed.
+_NEW_VERSION = text(
+    "UPDATE memories SET content_hash = content_hash WHERE tenant_id = :tenant AND id = ANY (:ids)"
+)
+
+
 @dataclass(frozen=True, slots=True)
 class NewPassage:
     """One passage of a memory the transaction has written (flushed): its span, tokens and vector."""
@@ -47,9 +53,12 @@ class PassageStore:
     async def replace(
         self, memory_ids: Sequence[uuid.UUID], passages: Sequence[NewPassage], embed_model: str
     ) -> None:
-        """The passages of `memory_ids` become `passages` (none for a memory that has none now)."""
+        """The passages of `memory_ids` become `passages` (none for a memory that has none now). Their
+        memories' rows get a new version, whether or not anything else of them changed: recall's index
+        of a scope's terms (app/store/terms.py) reads a memory's units again when its row changes."""
         if memory_ids:
             await self.delete(memory_ids)
+            await self.session.execute(_NEW_VERSION, {"tenant": self.tenant, "ids": list(memory_ids)})
         if passages:
             await self.add(passages, embed_model)
 

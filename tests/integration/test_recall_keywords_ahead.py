@@ -57,7 +57,12 @@ async def recall(
     async with async_sessionmaker(engine)() as session, session.begin():
         await set_tenant(session, tenant)
         ctx = RequestContext.build(
-            session, tenant, "test", embedder=embedder, settings=Settings(), clock=clock or SystemClock()
+            session,
+            tenant,
+            "test",
+            embedder=embedder,
+            settings=Settings(term_index_max_rows=0),
+            clock=clock or SystemClock(),
         )
         result = await MemoryService(replace(ctx, scope_sizes=ScopeSizes())).recall(
             RecallInput(user_id=USER, query=query, token_budget=400)

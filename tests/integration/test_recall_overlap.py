@@ -56,7 +56,12 @@ class FailsAfterAWhile(EmbedderWrapper):
 
 def service(session: AsyncSession, tenant: TenantId, embedder: EmbedderWrapper) -> MemoryService:
     ctx = RequestContext.build(
-        session, tenant, "test", embedder=embedder, settings=Settings(), clock=SystemClock()
+        session,
+        tenant,
+        "test",
+        embedder=embedder,
+        settings=Settings(term_index_max_rows=0),
+        clock=SystemClock(),
     )
     return MemoryService(replace(ctx, scope_sizes=ScopeSizes()))  # nothing remembered: counted now
 

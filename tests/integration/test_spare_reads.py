@@ -65,7 +65,7 @@ async def spare(database: TestDatabase) -> AsyncIterator[CountingSpare]:
 
 
 def _settings(settings: Settings) -> Settings:
-    return settings.model_copy(update={"spare_keyword_min_rows": 0})
+    return settings.model_copy(update={"spare_keyword_min_rows": 0, "term_index_max_rows": 0})
 
 
 def _service(

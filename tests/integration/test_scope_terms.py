@@ -1,0 +1,292 @@
+"""Recall's text half from the process's index of a scope's terms (app/store/terms.py): the same BM25,
+passages, ideal and top-k as the statement's text half on the same rows, kept exact through writes by
+other transactions and by the recall's own, never across tenants; and a recall through it is the recall
+the statement gives."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from app.context import RequestContext
+from app.db.session import set_tenant
+from app.embeddings import HashEmbedder
+from app.embeddings.base import EmbedderWrapper
+from app.lib.clock import FrozenClock, SystemClock
+from app.lib.settings import Settings
+from app.memory.models import RecallInput, RecallResult, RememberInput
+from app.memory.service import MemoryService
+from app.store.candidates import CandidateQuery, KeywordScores, RecallStore, or_tsquery
+from app.store.terms import TermIndex, TextHalf
+from app.tenancy.types import TenantId
+from app.vocabulary import Moment, Reach, Scope
+from tests.conftest import Api
+from tests.integration.test_passages import FILLER, NEEDLE, QUESTION, long_text
+from tests.support.statements import statements_sent
+
+USER = "reader"
+QUERIES = (
+    QUESTION,
+    "Which evenings does the library keep late hours?",
+    "tomatoes on the fence and the garden",
+    "pasta vegetables fridge sister podcast maps",
+    "xylophone quartz zeppelin",  # no word matches
+)
+LISTING = "AS fingerprint FROM memories"  # the index's listing statement
+TERMS = "unnest(m.content_tsv)"  # the statement reading rows' terms
+
+
+def _query(tenant: TenantId, words: str, *, k: int = 5, moment: Moment | None = None) -> CandidateQuery:
+    tsquery = or_tsquery(words)
+    assert tsquery
+    scope = Scope(tenant, USER, None, Reach.WITH_GLOBAL)
+    now = datetime.now(UTC)
+    return CandidateQuery(scope, (), "none", tsquery, k, now, 1000, moment=moment or Moment())
+
+
+def _same(sql: KeywordScores, indexed: TextHalf) -> None:
+    assert indexed.ranks == sql.ranks
+    assert {m: sorted(zip(*p, strict=True)) for m, p in indexed.passages.items()} == {
+        m: sorted(zip(*p, strict=True)) for m, p in sql.passages.items()
+    }
+    assert indexed.ideal == sql.ideal
+    assert indexed.top == sql.top
+
+
+async def _both(session: AsyncSession, tenant: TenantId, index: TermIndex, words: str) -> TextHalf:
+    """The index's text half, checked against the statement's on the same rows."""
+    store, query = RecallStore(session, tenant), _query(tenant, words)
+    indexed = await store.text_half(index, query, 5000)
+    assert indexed is not None
+    assert indexed.stats == await store.text_stats(query.scope, query.now)
+    _same(await store.keyword_scores(query), indexed)
+    return indexed
+
+
+async def _check(engine: AsyncEngine, tenant: TenantId, index: TermIndex, words: str) -> TextHalf:
+    async with async_sessionmaker(engine)() as session, session.begin():
+        await set_tenant(session, tenant)
+        return await _both(session, tenant, index, words)
+
+
+async def _remember_all(api: Api, contents: Sequence[str]) -> list[str]:
+    return [(await api.remember(user_id=USER, content=c, type="episodic"))["memory"]["id"] for c in contents]
+
+
+async def test_the_index_scores_as_the_statement_does_with_passages(
+    api: Api, app_engine: AsyncEngine
+) -> None:
+    tenant = TenantId(api.tenant_id)
+    await api.remember(user_id=USER, content=long_text(), type="episodic")  # stored with passages
+    await _remember_all(api, [*FILLER, NEEDLE.replace("basement", "garage"), "garden garden garden fence"])
+    index = TermIndex()
+    for words in QUERIES:
+        half = await _check(app_engine, tenant, index, words)
+        assert bool(half.ranks) is (words != QUERIES[-1])
+        if words == QUESTION:  # the long memory is found by its passage
+            assert half.passages
+    # A past moment lists superseded rows too; the same units answer it.
+    async with async_sessionmaker(app_engine)() as session, session.begin():
+        await set_tenant(session, tenant)
+        store, query = RecallStore(session, tenant), _query(tenant, QUESTION, moment=Moment(past=True))
+        indexed = await store.text_half(index, query, 5000)
+        assert indexed is not None
+        _same(await store.keyword_scores(query), indexed)
+
+
+async def test_writes_of_other_transactions_are_seen_by_the_next_recall(
+    api: Api, app_engine: AsyncEngine
+) -> None:
+    tenant = TenantId(api.tenant_id)
+    first, second, third = await _remember_all(
+        api, ["The staging server runs on port 8443", "The production server runs on port 443", FILLER[0]]
+    )
+    index = TermIndex()
+    half = await _check(app_engine, tenant, index, "staging server port")
+    assert set(half.ranks) == {uuid.UUID(first), uuid.UUID(second)}
+
+    with statements_sent(app_engine) as statements:  # unchanged: listed, nothing read again
+        await _check(app_engine, tenant, index, "staging server port")
+    assert sum(LISTING in s for s in statements) == 1
+    assert not any(TERMS in s for s in statements)
+
+    [fourth] = await _remember_all(api, ["A new staging box replaced the old one"])
+    half = await _check(app_engine, tenant, index, "staging")
+    assert set(half.ranks) == {uuid.UUID(first), uuid.UUID(fourth)}
+
+    response = await api.patch(f"/v1/memories/{third}", {"subject": "staging"})  # the subject is indexed
+    assert response.status_code == 200, response.text
+    half = await _check(app_engine, tenant, index, "staging")
+    assert uuid.UUID(third) in half.ranks
+
+    response = await api.patch(f"/v1/memories/{fourth}", {"content": "A new build box replaced the old one"})
+    assert response.status_code == 200, response.text
+    half = await _check(app_engine, tenant, index, "staging")
+    assert uuid.UUID(fourth) not in half.ranks
+    assert uuid.UUID(fourth) in (await _check(app_engine, tenant, index, "build box")).ranks
+
+    response = await api.post("/v1/forget", {"user_id": USER, "memory_id": first})
+    assert response.status_code == 200, response.text
+    half = await _check(app_engine, tenant, index, "staging server port")
+    assert uuid.UUID(first) not in half.ranks
+    assert half.stats.rows == 3
+
+
+async def test_the_recalls_own_uncommitted_changes_are_seen(api: Api, app_engine: AsyncEngine) -> None:
+    """A row written and changed by one transaction keeps its version (`xmin`): the change is seen by
+    what else the fingerprint holds, its subject and content hash."""
+    tenant = TenantId(api.tenant_id)
+    await _remember_all(api, [FILLER[1]])
+    index = TermIndex()
+    async with async_sessionmaker(app_engine)() as session, session.begin():
+        await set_tenant(session, tenant)
+        ctx = RequestContext.build(
+            session, tenant, "test", embedder=HashEmbedder(), settings=Settings(), clock=SystemClock()
+        )
+        written = await MemoryService(ctx).remember(RememberInput(user_id=USER, content=FILLER[2]))
+        memory = written.memory.id
+        assert set((await _both(session, tenant, index, "library zeppelin")).ranks) == {memory}
+        update = "UPDATE memories SET {} WHERE id = :id"
+        await session.execute(text(update.format("subject = 'zeppelin'")), {"id": memory})
+        assert set((await _both(session, tenant, index, "zeppelin")).ranks) == {memory}
+        changed = "subject = NULL, content = 'hangar', content_hash = 'h'"
+        await session.execute(text(update.format(changed)), {"id": memory})
+        assert not (await _both(session, tenant, index, "library zeppelin")).ranks
+        assert set((await _both(session, tenant, index, "hangar")).ranks) == {memory}
+        await session.rollback()
+    assert not (await _check(app_engine, tenant, index, "library zeppelin hangar")).ranks  # as before
+
+
+async def test_tenants_sharing_an_index_never_see_each_others_rows(
+    api: Api, other_api: Api, app_engine: AsyncEngine
+) -> None:
+    index = TermIndex()
+    mine = await api.remember(user_id=USER, content="The zeppelin hangar opens at dawn")
+    await other_api.remember(user_id=USER, content="Breakfast is served at seven")
+    for client, expected in ((api, {uuid.UUID(mine["memory"]["id"])}), (other_api, set())):
+        half = await _check(app_engine, TenantId(client.tenant_id), index, "zeppelin hangar breakfast")
+        assert expected <= set(half.ranks)
+        if client is other_api:
+            assert uuid.UUID(mine["memory"]["id"]) not in half.ranks
+            assert half.stats.rows == 1
+
+
+async def test_a_scope_past_the_limit_is_left_to_the_statement(api: Api, app_engine: AsyncEngine) -> None:
+    tenant = TenantId(api.tenant_id)
+    await _remember_all(api, FILLER[:3])
+    async with async_sessionmaker(app_engine)() as session, session.begin():
+        await set_tenant(session, tenant)
+        store, index = RecallStore(session, tenant), TermIndex()
+        assert await store.text_half(index, _query(tenant, "garden library"), 2) is None
+        assert index.units == 0  # nothing was read
+        assert await store.text_half(index, _query(tenant, "garden library"), 3) is not None
+
+
+async def _recall(
+    engine: AsyncEngine, tenant: TenantId, settings: Settings, query: str, clock: FrozenClock
+) -> Any:
+    async with async_sessionmaker(engine)() as session, session.begin():
+        await set_tenant(session, tenant)
+        ctx = RequestContext.build(
+            session,
+            tenant,
+            "test",
+            embedder=HashEmbedder(),
+            settings=settings,
+            clock=clock,
+            terms=TermIndex(),
+        )
+        result: RecallResult = await MemoryService(ctx).recall(
+            RecallInput(user_id=USER, query=query, token_budget=400)
+        )
+        await session.rollback()  # its reinforcement too
+        return (
+            result.context,
+            [(m.memory.id, m.score, m.relevance, m.components, m.passage, m.tokens) for m in result.memories],
+            [(s.id, s.reason, s.score) for s in result.skipped],
+        )
+
+
+async def test_a_recall_through_the_index_is_the_statements_recall(api: Api, app_engine: AsyncEngine) -> None:
+    tenant = TenantId(api.tenant_id)
+    await api.remember(user_id=USER, content=long_text(), type="episodic")
+    await _remember_all(api, [*FILLER, NEEDLE.replace("basement", "garage")])
+    indexed, statement = Settings(), Settings(term_index_max_rows=0)
+    for query in QUERIES:
+        clock = FrozenClock(SystemClock().now())
+        with statements_sent(app_engine) as sent:
+            through_index = await _recall(app_engine, tenant, indexed, query, clock)
+        assert any(LISTING in s for s in sent)
+        assert not any("unit_scored" in s for s in sent)  # no text half in SQL
+        assert through_index == await _recall(app_engine, tenant, statement, query, clock)
+
+
+async def test_a_passage_counts_only_where_its_memory_matches(api: Api, app_engine: AsyncEngine) -> None:
+    """PostgreSQL's parser skips a `<script>` element's body, so a passage cut inside one holds words its
+    memory's whole text does not: the statement's text half never looks at the passages of a memory that
+    does not match, and neither does the index."""
+    tenant = TenantId(api.tenant_id)
+    script = "<script> " + " ".join(f"Zeppelin hangar note {i}." for i in range(60)) + " </script>"
+    stored = await api.remember(user_id=USER, content=f"{FILLER[0]} {script} {FILLER[1]}", type="episodic")
+    await _remember_all(api, ["The zeppelin hangar opens at dawn"])
+    async with async_sessionmaker(app_engine)() as session, session.begin():
+        await set_tenant(session, tenant)
+        passages = await session.execute(
+            text("SELECT count(*) FROM memory_passages WHERE memory_id = :id AND content_tsv @@ 'zeppelin'"),
+            {"id": stored["memory"]["id"]},
+        )
+        assert passages.scalar_one() > 0  # the words are in its passages, not in its whole text
+        half = await _both(session, tenant, TermIndex(), "zeppelin hangar")
+    assert uuid.UUID(stored["memory"]["id"]) not in half.ranks
+    assert len(half.ranks) == 1
+
+
+class WaitsForTheListing(EmbedderWrapper):
+    """Answers only once the scope's listing has been sent (or after 5 s: a recall that lists nothing
+    while embedding fails the test by its assertion, not by hanging)."""
+
+    def __init__(self, sent: asyncio.Event) -> None:
+        super().__init__(HashEmbedder())
+        self.sent = sent
+        self.listed_first = False  # whether the listing was sent before the vector was given
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.sent.wait(), timeout=5)
+        self.listed_first = self.sent.is_set()
+        return await self.inner.embed(texts)
+
+
+async def test_the_listing_is_read_while_the_query_is_embedded(api: Api, app_engine: AsyncEngine) -> None:
+    tenant = TenantId(api.tenant_id)
+    await _remember_all(api, FILLER[:3])
+    sent = asyncio.Event()
+
+    def listing(statement: str) -> None:
+        if LISTING in statement:
+            sent.set()
+
+    async with async_sessionmaker(app_engine)() as session, session.begin():
+        await set_tenant(session, tenant)
+        ctx = RequestContext.build(
+            session,
+            tenant,
+            "test",
+            embedder=WaitsForTheListing(sent),
+            settings=Settings(),
+            clock=SystemClock(),
+        )
+        with statements_sent(app_engine, each=listing):
+            result = await MemoryService(replace(ctx, terms=TermIndex())).recall(
+                RecallInput(user_id=USER, query="Which evenings does the library keep late hours?")
+            )
+    assert model.listed_first
+    assert "library" in result.context
