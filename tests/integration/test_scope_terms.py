@@ -274,13 +274,14 @@ async def test_the_listing_is_read_while_the_query_is_embedded(api: Api, app_eng
         if LISTING in statement:
             sent.set()
 
+    model = WaitsForTheListing(sent)
     async with async_sessionmaker(app_engine)() as session, session.begin():
         await set_tenant(session, tenant)
         ctx = RequestContext.build(
             session,
             tenant,
             "test",
-            embedder=WaitsForTheListing(sent),
+            embedder=model,
             settings=Settings(),
             clock=SystemClock(),
         )
