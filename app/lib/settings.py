@@ -149,9 +149,10 @@ class Settings(BaseSettings):
     spare_connections: int = Field(default=2, ge=0)  # the spare pool's size (0: no spare reads)
     # Recall's text half from the process's index of each scope's terms (app/store/terms.py) for scopes
     # of up to this many rows (0: always in SQL); the index holds at most term_index_units units (a
-    # memory, or a passage of a long one) over all scopes, the least recently recalled dropped first.
+    # memory, or a passage of a long one; ~0.8-1.4 kB each on the development sets) over all scopes, the
+    # least recently recalled dropped first.
     term_index_max_rows: int = Field(default=5000, ge=0)
-    term_index_units: int = Field(default=200_000, ge=0)
+    term_index_units: int = Field(default=50_000, ge=0)
     # The write path's nearest-memory check (semantic supersession, a heuristic): exact up to this many
     # rows in scope, HNSW past it. Recall's candidates follow exact_scan_max_rows instead.
     write_exact_scan_max_rows: int = 5000

@@ -398,6 +398,7 @@ class RecallStore:
         }
         row = (await self.session.execute(statement(term_listing(query.shape.rows)), params)).one()
         if row.n > max_rows:
+            index.drop(query.scope)  # a large scope's text half is the statement's
             return None
         if row.ids is None and known is not None:
             listed = known

@@ -237,7 +237,7 @@ def _idf(n: float, df: int) -> float:
 class TermIndex:
     """The process's index of scopes' terms, at most `capacity` units over all scopes."""
 
-    def __init__(self, capacity: int = 200_000) -> None:
+    def __init__(self, capacity: int = 50_000) -> None:
         self.capacity = capacity
         self._scopes: OrderedDict[Scope, ScopeTerms] = OrderedDict()
         self._units = 0
@@ -267,6 +267,12 @@ class TermIndex:
             self._units += terms.units - before
         while self._units > self.capacity and len(self._scopes) > 1:
             _, dropped = self._scopes.popitem(last=False)
+            self._units -= dropped.units
+
+    def drop(self, key: Scope) -> None:
+        """Forget a scope's index."""
+        dropped = self._scopes.pop(key, None)
+        if dropped is not None:
             self._units -= dropped.units
 
     def clear(self) -> None:

@@ -188,6 +188,9 @@ async def test_a_scope_past_the_limit_is_left_to_the_statement(api: Api, app_eng
         assert await store.text_half(index, _query(tenant, "garden library"), 2) is None
         assert index.units == 0  # nothing was read
         assert await store.text_half(index, _query(tenant, "garden library"), 3) is not None
+        assert index.units == 3
+        assert await store.text_half(index, _query(tenant, "garden library"), 2) is None
+        assert index.units == 0  # grown past the limit: its units are let go
 
 
 async def _recall(
