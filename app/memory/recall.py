@@ -163,7 +163,7 @@ class Recaller:
         remote model is still embedding the query once they are read, the text half itself
         (`RecallStore.keyword_scores`; beside a local model it would compete for the same cores)."""
         ctx, settings = self.ctx, self.ctx.settings
-        if tsquery and settings.term_index_max_rows > 0:
+        if tsquery and settings.term_index_max_rows > 0 and ctx.terms.wanted(scope):
             indexed = await self._indexed(scope, tsquery, now, moment)
             if indexed is not None:
                 return indexed
@@ -190,7 +190,7 @@ class Recaller:
     async def _indexed(self, scope: Scope, tsquery: str, now: datetime, moment: Moment) -> _Plan | None:
         """The plan with the text half and BM25's statistics from the process's index of the scope's
         terms (app/store/terms.py: the same scores as the statement's, without its pass over every
-        match); None when the scope is larger than `term_index_max_rows`."""
+        match); None when the scope is larger than `term_index_max_rows` or not all read yet."""
         ctx, settings = self.ctx, self.ctx.settings
         query = self._query(_Plan(scope, tsquery, False, 0, None), (), now, moment)
         half = await ctx.store.recall.text_half(ctx.terms, query, settings.term_index_max_rows)

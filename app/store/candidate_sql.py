@@ -242,13 +242,21 @@ def term_listing(rows: str) -> str:
                 ) changed ON summary.n <> :known_rows OR summary.total <> CAST(:known_total AS numeric)"""
 
 
-# The terms of `:ids` (each memory with its fingerprint and content hash, ordinal NULL) and of their
-# passages (with the ordinal).
-UNIT_TERMS = f"""SELECT m.id, {_fingerprint("m")} AS fingerprint, m.content_hash,
+# The terms of the first of `:ids` (in id order) whose content tokens add up to `:budget` (at least one),
+# each memory with its fingerprint and content hash (ordinal NULL), and of their passages (with the
+# ordinal).
+UNIT_TERMS = f"""WITH chosen AS MATERIALIZED (
+                     SELECT id FROM (
+                         SELECT id, sum(coalesce(content_tokens, 100)) OVER (ORDER BY id) AS running,
+                                coalesce(content_tokens, 100) AS own
+                         FROM memories WHERE tenant_id = :tenant AND id = ANY (CAST(:ids AS uuid[]))
+                     ) c WHERE running - own < :budget
+                 )
+                 SELECT m.id, {_fingerprint("m")} AS fingerprint, m.content_hash,
                         NULL::smallint AS ordinal, terms.lexemes, terms.counts
                  FROM memories m, {_TERMS.format(tsv="m.content_tsv")}
-                 WHERE m.tenant_id = :tenant AND m.id = ANY (CAST(:ids AS uuid[]))
+                 WHERE m.tenant_id = :tenant AND m.id IN (SELECT id FROM chosen)
                  UNION ALL
                  SELECT p.memory_id, NULL, NULL, p.ordinal, terms.lexemes, terms.counts
                  FROM memory_passages p, {_TERMS.format(tsv="p.content_tsv")}
-                 WHERE p.tenant_id = :tenant AND p.memory_id = ANY (CAST(:ids AS uuid[]))"""
+                 WHERE p.tenant_id = :tenant AND p.memory_id IN (SELECT id FROM chosen)"""

@@ -380,11 +380,14 @@ class RecallStore:
             tuple(row.top or ()),
         )
 
-    async def text_half(self, index: TermIndex, query: CandidateQuery, max_rows: int) -> TextHalf | None:
+    async def text_half(
+        self, index: TermIndex, query: CandidateQuery, max_rows: int, budget: int = 2000
+    ) -> TextHalf | None:
         """The text half, with the scope's size and statistics, from the process's index of the scope's
         terms (app/store/terms.py). One statement confirms the scope is as the index last listed it,
-        or lists it; a second reads the terms of rows not indexed yet (or changed since). None: the
-        scope has more than `max_rows` rows."""
+        or lists it; a second reads the terms of rows not indexed yet (or changed since), up to `budget`
+        content tokens of them. None: the scope has more than `max_rows` rows (its index is let go), or
+        rows are left to read (by the next recall: a scope is indexed a bounded piece at a time)."""
         assert query.tsquery
         terms = index.scope(query.scope)
         known = terms.listed  # what this recall's statement compares with, whatever others do meanwhile
@@ -398,7 +401,7 @@ class RecallStore:
         }
         row = (await self.session.execute(statement(term_listing(query.shape.rows)), params)).one()
         if row.n > max_rows:
-            index.drop(query.scope)  # a large scope's text half is the statement's
+            index.too_large(query.scope)  # a large scope's text half is the statement's
             return None
         if row.ids is None and known is not None:
             listed = known
@@ -406,13 +409,18 @@ class RecallStore:
             ids, fingerprints = row.ids or [], row.fingerprints or []
             missing = terms.missing(ids, fingerprints)
             if missing:
-                index.add(query.scope, terms, await self._unit_terms(missing))
+                read = await self._unit_terms(missing, budget)
+                index.add(query.scope, terms, read)
+                if len(read) < len(missing):
+                    return None
             listed = terms.list(ids, int(row.total))
         return terms.score(listed, row.lexemes or (), k=query.k, k1=query.k1, b=query.b)
 
-    async def _unit_terms(self, ids: list[uuid.UUID]) -> list[MemoryTerms]:
-        """Each memory's fingerprint, content hash and units' terms (its passages', or its own)."""
-        rows = (await self.session.execute(statement(UNIT_TERMS), {"tenant": self.tenant, "ids": ids})).all()
+    async def _unit_terms(self, ids: list[uuid.UUID], budget: int) -> list[MemoryTerms]:
+        """The fingerprint, content hash and units' terms (its passages', or its own) of the first of
+        these memories (by id) that fit in `budget` content tokens, at least one."""
+        params = {"tenant": self.tenant, "ids": ids, "budget": budget}
+        rows = (await self.session.execute(statement(UNIT_TERMS), params)).all()
         read: dict[uuid.UUID, tuple[int, str]] = {}
         units: dict[uuid.UUID, list[UnitTerms]] = {}
         for row in rows:

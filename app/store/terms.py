@@ -26,6 +26,7 @@ the tenant's row-level security like every other read, and the index is keyed by
 from __future__ import annotations
 
 import math
+import time
 import uuid
 from array import array
 from collections import OrderedDict
@@ -237,10 +238,33 @@ def _idf(n: float, df: int) -> float:
 class TermIndex:
     """The process's index of scopes' terms, at most `capacity` units over all scopes."""
 
-    def __init__(self, capacity: int = 50_000) -> None:
+    def __init__(self, capacity: int = 50_000, remember: int = 100_000, large_ttl_s: float = 60.0) -> None:
         self.capacity = capacity
         self._scopes: OrderedDict[Scope, ScopeTerms] = OrderedDict()
         self._units = 0
+        # Scopes recalled (the latest `remember`), and those found larger than the index takes, when.
+        self._seen: OrderedDict[Scope, None] = OrderedDict()
+        self._remember = remember
+        self._large: dict[Scope, float] = {}
+        self._large_ttl = large_ttl_s
+
+    def wanted(self, key: Scope) -> bool:
+        """Whether a recall of the scope should go through the index: it has one, or the scope was
+        recalled before (a scope recalled once, and never again, is not worth reading), unless it was
+        found too large within the last minute (its listing would be wasted). Notes the recall."""
+        if key in self._scopes:
+            return True
+        found = self._large.get(key)
+        if found is not None:
+            if time.monotonic() - found < self._large_ttl:
+                return False
+            del self._large[key]
+        if key in self._seen:
+            return True
+        self._seen[key] = None
+        if len(self._seen) > self._remember:
+            self._seen.popitem(last=False)
+        return False
 
     @property
     def units(self) -> int:
@@ -269,14 +293,20 @@ class TermIndex:
             _, dropped = self._scopes.popitem(last=False)
             self._units -= dropped.units
 
-    def drop(self, key: Scope) -> None:
-        """Forget a scope's index."""
+    def too_large(self, key: Scope) -> None:
+        """The scope has more rows than the index takes: its index is let go, and for a minute its
+        recalls do not list it."""
         dropped = self._scopes.pop(key, None)
         if dropped is not None:
             self._units -= dropped.units
+        if len(self._large) >= self._remember:
+            self._large.clear()
+        self._large[key] = time.monotonic()
 
     def clear(self) -> None:
         self._scopes.clear()
+        self._seen.clear()
+        self._large.clear()
         self._units = 0
 
 

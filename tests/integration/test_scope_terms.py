@@ -194,7 +194,12 @@ async def test_a_scope_past_the_limit_is_left_to_the_statement(api: Api, app_eng
 
 
 async def _recall(
-    engine: AsyncEngine, tenant: TenantId, settings: Settings, query: str, clock: FrozenClock
+    engine: AsyncEngine,
+    tenant: TenantId,
+    settings: Settings,
+    query: str,
+    clock: FrozenClock,
+    terms: TermIndex,
 ) -> Any:
     async with async_sessionmaker(engine)() as session, session.begin():
         await set_tenant(session, tenant)
@@ -205,7 +210,7 @@ async def _recall(
             embedder=HashEmbedder(),
             settings=settings,
             clock=clock,
-            terms=TermIndex(),
+            terms=terms,
         )
         result: RecallResult = await MemoryService(ctx).recall(
             RecallInput(user_id=USER, query=query, token_budget=400)
@@ -222,14 +227,33 @@ async def test_a_recall_through_the_index_is_the_statements_recall(api: Api, app
     tenant = TenantId(api.tenant_id)
     await api.remember(user_id=USER, content=long_text(), type="episodic")
     await _remember_all(api, [*FILLER, NEEDLE.replace("basement", "garage")])
-    indexed, statement = Settings(), Settings(term_index_max_rows=0)
-    for query in QUERIES:
+    indexed, statement, index = Settings(), Settings(term_index_max_rows=0), TermIndex()
+    for i, query in enumerate(QUERIES):
         clock = FrozenClock(SystemClock().now())
         with statements_sent(app_engine) as sent:
-            through_index = await _recall(app_engine, tenant, indexed, query, clock)
-        assert any(LISTING in s for s in sent)
-        assert not any("unit_scored" in s for s in sent)  # no text half in SQL
-        assert through_index == await _recall(app_engine, tenant, statement, query, clock)
+            through_index = await _recall(app_engine, tenant, indexed, query, clock, index)
+        # A scope's first recall is the statement's (a scope recalled once is not worth reading).
+        assert any(LISTING in s for s in sent) is (i > 0)
+        assert any("unit_scored" in s for s in sent) is (i == 0)  # the text half in SQL
+        assert through_index == await _recall(app_engine, tenant, statement, query, clock, TermIndex())
+
+
+async def test_a_scope_is_read_a_bounded_piece_at_a_time(api: Api, app_engine: AsyncEngine) -> None:
+    """Rows not indexed yet are read up to a budget of content tokens a recall; until all are read, the
+    statement answers, and then the index gives what the statement gives."""
+    tenant = TenantId(api.tenant_id)
+    await _remember_all(api, FILLER)  # ~20 tokens each
+    index, words = TermIndex(), "garden library train podcast"
+    async with async_sessionmaker(app_engine)() as session, session.begin():
+        await set_tenant(session, tenant)
+        store, query = RecallStore(session, tenant), _query(tenant, words)
+        pieces = 0
+        while await store.text_half(index, query, 5000, budget=40) is None:
+            pieces += 1
+            assert pieces < len(FILLER)
+        assert 2 <= pieces < len(FILLER)  # a couple of rows a recall
+        assert index.units == len(FILLER)
+        await _both(session, tenant, index, words)
 
 
 async def test_a_passage_counts_only_where_its_memory_matches(api: Api, app_engine: AsyncEngine) -> None:
@@ -278,6 +302,8 @@ async def test_the_listing_is_read_while_the_query_is_embedded(api: Api, app_eng
             sent.set()
 
     model = WaitsForTheListing(sent)
+    index = TermIndex()
+    index.wanted(Scope(tenant, USER, None, Reach.WITH_GLOBAL))  # recalled before: worth indexing
     async with async_sessionmaker(app_engine)() as session, session.begin():
         await set_tenant(session, tenant)
         ctx = RequestContext.build(
@@ -289,7 +315,7 @@ async def test_the_listing_is_read_while_the_query_is_embedded(api: Api, app_eng
             clock=SystemClock(),
         )
         with statements_sent(app_engine, each=listing):
-            result = await MemoryService(replace(ctx, terms=TermIndex())).recall(
+            result = await MemoryService(replace(ctx, terms=index)).recall(
                 RecallInput(user_id=USER, query="Which evenings does the library keep late hours?")
             )
     assert model.listed_first

@@ -56,3 +56,16 @@ def test_a_listing_scores_only_its_live_units() -> None:
     assert set(half.ranks) == {rows[0][0], rows[2][0]}
     assert half.stats.rows == 2
     assert half.top[0] == rows[2][0]  # holds "w2" too
+
+
+def test_a_scope_is_indexed_once_recalled_again_and_not_while_too_large() -> None:
+    index = TermIndex(large_ttl_s=3600)
+    assert not index.wanted(_scope("a"))  # the first recall: the statement's
+    assert index.wanted(_scope("a"))
+    assert index.wanted(_scope("a"))
+    index.too_large(_scope("a"))
+    assert not index.wanted(_scope("a"))  # for the next hour here: its listing would be wasted
+    expired = TermIndex(large_ttl_s=0)
+    expired.wanted(_scope("b"))
+    expired.too_large(_scope("b"))
+    assert expired.wanted(_scope("b"))
