@@ -274,7 +274,7 @@ class TermIndex:
         """The scope's index (a new, empty one if it had none or has twice as many units as it had live
         at its last recall: read afresh rather than carry what was forgotten or changed)."""
         terms = self._scopes.get(key)
-        if terms is None or terms.units > 2 * terms.live_units + 1000:
+        if terms is None or (terms.listed is not None and terms.units > 2 * terms.live_units + 1000):
             if terms is not None:
                 self._units -= terms.units
             terms = self._scopes[key] = ScopeTerms()

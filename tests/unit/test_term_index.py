@@ -69,3 +69,12 @@ def test_a_scope_is_indexed_once_recalled_again_and_not_while_too_large() -> Non
     expired.wanted(_scope("b"))
     expired.too_large(_scope("b"))
     assert expired.wanted(_scope("b"))
+
+
+def test_a_scope_being_read_is_not_read_afresh() -> None:
+    """Before its first complete listing a scope has no live units yet: however many it has read, it
+    keeps them (else a scope of 1,000+ units would start over on every recall and never be read)."""
+    index = TermIndex()
+    terms = index.scope(_scope("a"))
+    index.add(_scope("a"), terms, _rows(1500))
+    assert index.scope(_scope("a")) is terms
