@@ -108,7 +108,7 @@ def bm25_ctes(source: str, passages: bool = True) -> str:
     passages, or a passage of one with them; up to `kw_cap` matching memories), `scored` (each
     memory's best unit, its matching passages' ordinals and BM25 as arrays, and the query's ideal BM25,
     app.memory.similarity) and `kw` (the top `k`
-    memories, ties broken by content so equal scores choose the same rows every time). A passage can
+    memories, ties broken by content, then id, so equal scores choose the same rows every time). A passage can
     only match where its memory does (its words are a subset of the memory's), so the passages are
     looked up for the matched memories only (`passages` False: the scope has none, every unit is a
     memory)."""
@@ -141,7 +141,7 @@ def bm25_ctes(source: str, passages: bool = True) -> str:
                 ), scored AS ({_PASSAGE_SCORED if passages else _MEMORY_SCORED}
                 ), kw AS (
                     SELECT scored.* FROM scored JOIN matched USING (id)
-                    ORDER BY scored.rank DESC, matched.content_hash LIMIT :k
+                    ORDER BY scored.rank DESC, matched.content_hash, scored.id LIMIT :k
                 )"""
 
 

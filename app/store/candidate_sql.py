@@ -139,7 +139,7 @@ class Shape:
         return f"""sem AS (
                     SELECT id FROM memories
                     WHERE {self.rows} AND embed_model = :embed_model AND embedding IS NOT NULL
-                    ORDER BY embedding <=> CAST(:qvec AS vector) LIMIT :k
+                    ORDER BY embedding <=> CAST(:qvec AS vector), id LIMIT :k
                 ), {self.scope_matches()}"""
 
     def index_sources(self, embed_model: str, dim: int) -> str:
@@ -168,7 +168,7 @@ class Shape:
                     FROM memories{_TSQUERY}
                     WHERE {self.rows}
                 ), sem AS (
-                    SELECT id FROM scoped WHERE distance IS NOT NULL ORDER BY distance LIMIT :k
+                    SELECT id FROM scoped WHERE distance IS NOT NULL ORDER BY distance, id LIMIT :k
                 ), {bm25_ctes("scoped WHERE tsv IS NOT NULL", self.passages)}"""
 
     def text_stats(self) -> str:

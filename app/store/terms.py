@@ -8,19 +8,23 @@ now"). Here each unit's terms (a memory without passages, or each passage of a l
 its tsvector with their position counts, and its length) are read once and kept in an inverted index
 per scope, and a recall scores only the postings of the query's lexemes.
 
-Nothing is trusted that the scope does not confirm. Each recall lists the scope's rows (`TermListing`:
-every id with a fingerprint of what its terms derive from: the row version, the content and the
-subject) in one index scan that replaces BM25's statistics statement; rows not yet read, or changed
-since (another fingerprint), have their terms read before scoring; rows no longer listed are not live.
-N, the mean length, df and every unit's BM25 then come from the listed rows alone, by the formula and
-in the order of operations of the SQL (`bm25.term_score`), so the scores are the statement's: for a
-scope of at most `keyword_max_matches` rows (the statement's cap on matches never binds) they select
-the same top-k (tests/integration/test_scope_terms.py). A larger scope's matches are all scored here,
-where the statement scored its first `keyword_max_matches`.
+Nothing is trusted that the scope does not confirm. Each recall's first statement (sent while the query
+is embedded, in place of BM25's statistics statement) counts the scope's rows and sums their
+fingerprints (a hash of what a row's terms derive from: its version, its content hash, its subject), and
+lists every row's id and fingerprint only when the two differ from the index's last listing (`Listed`).
+Rows not read yet, or read with another fingerprint, have their terms read, a bounded piece a recall
+(until a scope is all read, the statement answers); rows no longer listed are not live. N, the mean
+length, df and every unit's BM25 then come from the listed rows alone, by the SQL's operations in the
+SQL's order (`ScopeTerms.score`), so the scores are the statement's to the bit and, for a scope of at
+most `keyword_max_matches` rows (the statement's cap on matches never binds, its statistics are never
+remembered), the top-k is too (tests/integration/test_scope_terms.py). A larger scope's matches are all
+scored here, with statistics counted now, where the statement scored its first `keyword_max_matches`
+with statistics up to a minute old.
 
 The index is the process's, bounded by `capacity` units over all scopes (least recently used scopes
-go first); a scope whose dead units outnumber its live ones is read afresh. The rows are read under
-the tenant's row-level security like every other read, and the index is keyed by tenant and scope.
+go first); a scope whose dead units outnumber its live ones is read afresh. A scope is indexed from
+its second recall in the process, up to `term_index_max_rows` rows. The rows are read under the
+tenant's row-level security like every other read, and the index is keyed by scope, tenant first.
 """
 
 from __future__ import annotations
@@ -212,12 +216,13 @@ class ScopeTerms:
                 memory_ordinals, memory_ranks = passages.setdefault(ids[slot], ([], []))
                 memory_ordinals.append(ordinal)
                 memory_ranks.append(value)
-        if found.size > k:  # the k best and any tied with the k-th, then ties broken by content
+        if found.size > k:  # the k best and any tied with the k-th, then ties broken by content and id
             kth = np.partition(found_rank, found.size - k)[found.size - k]
             near = found_rank >= kth
             found, found_rank = found[near], found_rank[near]
         chosen = sorted(
-            zip(found_rank.tolist(), found.tolist(), strict=True), key=lambda r: (-r[0], hashes[r[1]])
+            zip(found_rank.tolist(), found.tolist(), strict=True),
+            key=lambda r: (-r[0], hashes[r[1]], ids[r[1]]),
         )
         top = tuple(ids[slot] for _, slot in chosen[:k])
         ideal = sum(_idf(n, df) for df in dfs)
