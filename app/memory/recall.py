@@ -161,7 +161,7 @@ class Recaller:
     ) -> _Plan:
         """What the candidate statement is built for: the scope, its plan, BM25's statistics and, if a
         remote model is still embedding the query once they are read, the text half itself
-        (`RecallStore.keyword_scores`; beside a local model it would compete for the same cores)."""
+        (`KeywordReads.keyword_scores`; beside a local model it would compete for the same cores)."""
         ctx, settings = self.ctx, self.ctx.settings
         if tsquery and settings.term_index_max_rows > 0 and ctx.terms.wanted(scope):
             indexed = await self._indexed(scope, tsquery, now, moment)
@@ -184,7 +184,7 @@ class Recaller:
         # Whatever the scope's size: where a spare connection would read the text half beside the cosine
         # half, reading it here instead is as fast and keeps every cosine candidate's BM25 (docs/RANKING.md).
         if tsquery and ctx.embedder.remote and not embedded.is_set():
-            plan.keywords = await ctx.store.recall.keyword_scores(self._query(plan, (), now, moment))
+            plan.keywords = await ctx.store.keywords.keyword_scores(self._query(plan, (), now, moment))
         return plan
 
     async def _indexed(self, scope: Scope, tsquery: str, now: datetime, moment: Moment) -> _Plan | None:
@@ -193,7 +193,7 @@ class Recaller:
         match); None when the scope is larger than `term_index_max_rows` or not all read yet."""
         ctx, settings = self.ctx, self.ctx.settings
         query = self._query(_Plan(scope, tsquery, False, 0, None), (), now, moment)
-        half = await ctx.store.recall.text_half(ctx.terms, query, settings.term_index_max_rows)
+        half = await ctx.store.keywords.text_half(ctx.terms, query, settings.term_index_max_rows)
         if half is None:
             return None
         use_index, size = False, half.listed

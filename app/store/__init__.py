@@ -4,6 +4,7 @@
 |---|---|
 | `scope.py` | what a scope of memories includes (the one definition, as SQL) |
 | `candidates.py` | recall: the candidates of a query, and how large a scope is |
+| `keywords.py`, `terms.py` | recall's text half before the vector: in SQL, or from a scope's term index |
 | `plan.py` | whether a scope is read exactly or through HNSW (pure rule + a per-process count cache) |
 | `writes.py` | the write path: slot locks, a slot's current memory, live twins, nearest neighbours |
 | `events.py` | the audit trail: the one recorder every change goes through, timeline and history reads |
@@ -25,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.store.access import AccessStore
 from app.store.candidates import RecallStore
 from app.store.events import EventRecorder
+from app.store.keywords import KeywordReads
 from app.store.proposals import ProposalStore
 from app.store.reads import MemoryReads
 from app.store.spaces import SpaceStore
@@ -39,6 +41,7 @@ class Store:
         self.session = session
         self.tenant = tenant
         self.recall = RecallStore(session, tenant)
+        self.keywords = KeywordReads(session, tenant)
         self.writes = WriteStore(session, tenant)
         self.reads = MemoryReads(session, tenant)
         self.events = EventRecorder(session, tenant, actor)

@@ -181,7 +181,7 @@ NO_KEYWORD_CTES = f"""{_NO_SCORES}, kw AS (SELECT * FROM scored)"""
 
 
 def known_keyword_ctes(rows: str) -> str:
-    """The text half read ahead (`RecallStore.keyword_scores`): its top-k memories, given as `:kw_ids`,
+    """The text half read ahead (`KeywordReads.keyword_scores`): its top-k memories, given as `:kw_ids`,
     those still among `rows` (a memory forgotten or superseded since is not loaded); their BM25 is
     attached in Python, so `scored` is empty here."""
     return f"""{_NO_SCORES}, kw AS (

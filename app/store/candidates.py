@@ -21,14 +21,7 @@ from sqlalchemy.engine import RowMapping
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.store.bm25 import TextStats
-from app.store.candidate_sql import (
-    CANDIDATE_RESULT,
-    CANDIDATE_SELECT,
-    UNIT_TERMS,
-    Shape,
-    recall_scope,
-    term_listing,
-)
+from app.store.candidate_sql import CANDIDATE_RESULT, CANDIDATE_SELECT, Shape, recall_scope
 from app.store.moments import moment_params
 from app.store.records import MemoryRecord
 from app.store.scope import scope_params
@@ -40,7 +33,6 @@ from app.store.sql import (
     use_hnsw_scan,
     vector_literal,
 )
-from app.store.terms import MemoryTerms, TermIndex, TextHalf, UnitTerms
 from app.tenancy.types import TenantId
 from app.vocabulary import PRESENT, MemoryStatus, MemoryType, Moment, Privacy, Scope, is_protected
 
@@ -188,7 +180,7 @@ class CandidateRow:
 
 @dataclass(frozen=True, slots=True)
 class KeywordScores:
-    """The text half read on its own, before the query's vector was there (`RecallStore.keyword_scores`,
+    """The text half read on its own, before the query's vector was there (`KeywordReads.keyword_scores`,
     or the index of the scope's terms, app/store/terms.py): the BM25 of every matching memory, the
     ordinals and BM25 of a long one's matching passages, the query's ideal BM25, and the ids of the
     top-k. The candidate statement then loads those ids beside the cosine half's and the scores are
@@ -293,7 +285,8 @@ class RecallStore:
         row = (await self.session.execute(sql, {**scope_params(scope, now), **moment_params(moment)})).one()
         return TextStats(int(row.n), float(row.avgdl), int(row.long))
 
-    async def _counted(self, query: CandidateQuery) -> CandidateQuery:
+    async def counted(self, query: CandidateQuery) -> CandidateQuery:
+        """The query with BM25's statistics of its scope, counted now unless it has them."""
         if not query.tsquery or query.stats is not None:
             return query
         return with_stats(query, await self.text_stats(query.scope, query.now, query.moment))
@@ -317,7 +310,7 @@ class RecallStore:
         expensive part on large scopes, so only the first `keyword_cap` matches are scored (a query that
         broad ranks poorly, and its df are then lower bounds).
         """
-        query = await self._counted(query)
+        query = await self.counted(query)
         shape = query.shape
         if use_index:
             await use_hnsw_scan(self.session, ef_search)
@@ -350,88 +343,9 @@ class RecallStore:
                 query.keywords.attach(candidate)
         return loaded
 
-    async def keyword_scores(self, query: CandidateQuery) -> KeywordScores:
-        """The text half of `candidates` on its own, needing no vector (recall reads it while the query
-        is embedded): the BM25 of every match, as the candidate statement computes it, and its top-k."""
-        query = await self._counted(query)
-        # One row of flat arrays: hundreds of matches cost a row's decoding, not hundreds of rows'.
-        sql = statement(
-            f"""WITH {query.shape.scope_matches()}
-                SELECT (SELECT array_agg(id) FROM scored) AS ids,
-                       (SELECT array_agg(rank) FROM scored) AS ranks,
-                       (SELECT max(ideal) FROM scored) AS ideal,
-                       (SELECT array_agg(id) FROM kw) AS top,
-                       p.ids AS p_ids, p.ordinals AS p_ordinals, p.ranks AS p_ranks
-                FROM (SELECT array_agg(s.id) AS ids, array_agg(u.ordinal) AS ordinals,
-                             array_agg(u.rank) AS ranks
-                      FROM scored s, unnest(s.p_matched, s.p_matched_ranks) AS u(ordinal, rank)) p"""
-        )
-        row = (await self.session.execute(sql, query.text_params())).one()
-        matched: dict[uuid.UUID, tuple[list[int], list[float]]] = {}
-        passages = zip(row.p_ids or (), row.p_ordinals or (), row.p_ranks or (), strict=True)
-        for memory, ordinal, rank in passages:
-            ordinals, ranks = matched.setdefault(memory, ([], []))
-            ordinals.append(ordinal)
-            ranks.append(rank)
-        return KeywordScores(
-            dict(zip(row.ids or (), map(float, row.ranks or ()), strict=True)),
-            matched,
-            float(row.ideal or 0.0),
-            tuple(row.top or ()),
-        )
-
-    async def text_half(
-        self, index: TermIndex, query: CandidateQuery, max_rows: int, budget: int = 2000
-    ) -> TextHalf | None:
-        """The text half, with the scope's size and statistics, from the process's index of the scope's
-        terms (app/store/terms.py). One statement confirms the scope is as the index last listed it,
-        or lists it; a second reads the terms of rows not indexed yet (or changed since), up to `budget`
-        content tokens of them. None: the scope has more than `max_rows` rows (its index is let go), or
-        rows are left to read (by the next recall: a scope is indexed a bounded piece at a time)."""
-        assert query.tsquery
-        terms = index.scope(query.scope)
-        known = terms.listed  # what this recall's statement compares with, whatever others do meanwhile
-        params = {
-            **scope_params(query.scope, query.now),
-            **moment_params(query.moment),
-            "cap": max_rows + 1,
-            "words": query.tsquery.replace("|", " "),
-            "known_rows": -1 if known is None else known.rows,
-            "known_total": 0 if known is None else known.total,
-        }
-        row = (await self.session.execute(statement(term_listing(query.shape.rows)), params)).one()
-        if row.n > max_rows:
-            index.too_large(query.scope)  # a large scope's text half is the statement's
-            return None
-        if row.ids is None and known is not None:
-            listed = known
-        else:
-            ids, fingerprints = row.ids or [], row.fingerprints or []
-            missing = terms.missing(ids, fingerprints)
-            if missing:
-                read = await self._unit_terms(missing, budget)
-                index.add(query.scope, terms, read)
-                if len(read) < len(missing):
-                    return None
-            listed = terms.list(ids, int(row.total))
-        return terms.score(listed, row.lexemes or (), k=query.k, k1=query.k1, b=query.b)
-
-    async def _unit_terms(self, ids: list[uuid.UUID], budget: int) -> list[MemoryTerms]:
-        """The fingerprint, content hash and units' terms (its passages', or its own) of the first of
-        these memories (by id) that fit in `budget` content tokens, at least one."""
-        params = {"tenant": self.tenant, "ids": ids, "budget": budget}
-        rows = (await self.session.execute(statement(UNIT_TERMS), params)).all()
-        read: dict[uuid.UUID, tuple[int, str]] = {}
-        units: dict[uuid.UUID, list[UnitTerms]] = {}
-        for row in rows:
-            if row.ordinal is None:
-                read[row.id] = (int(row.fingerprint), row.content_hash)
-            units.setdefault(row.id, []).append((row.ordinal, row.lexemes or (), row.counts or ()))
-        return [(memory, *known, units[memory]) for memory, known in read.items()]
-
     async def keyword_candidates(self, query: CandidateQuery) -> list[CandidateRow]:
         """The text half of `candidates` on its own: the top-k full-text matches, loaded as candidates."""
-        query = await self._counted(query)
+        query = await self.counted(query)
         shape = query.shape
         sql = _candidate_statement(
             f"""WITH {shape.scope_matches()}

@@ -7,26 +7,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
-from app.context import RequestContext
 from app.db.session import set_tenant
 from app.embeddings import HashEmbedder
 from app.embeddings.base import Embedder, EmbedderWrapper
 from app.lib.clock import Clock, FrozenClock, SystemClock
 from app.lib.settings import Settings
 from app.memory.models import RecallInput, RecallResult
-from app.memory.service import MemoryService
-from app.store.plan import ScopeSizes
 from app.tenancy.types import TenantId
 from tests.conftest import Api
 from tests.integration.test_passages import FILLER, NEEDLE, QUESTION, long_text
+from tests.support.contexts import memory_service
 from tests.support.statements import statements_sent
 
-# The statement that reads the text half on its own (`RecallStore.keyword_scores`).
+# The statement that reads the text half on its own (`KeywordReads.keyword_scores`).
 AHEAD_MARK = "(SELECT array_agg(id) FROM kw) AS top"
 USER = "reader"
 
@@ -56,17 +53,10 @@ async def recall(
 ) -> RecallResult:
     async with async_sessionmaker(engine)() as session, session.begin():
         await set_tenant(session, tenant)
-        ctx = RequestContext.build(
-            session,
-            tenant,
-            "test",
-            embedder=embedder,
-            settings=Settings(term_index_max_rows=0),
-            clock=clock or SystemClock(),
+        service = memory_service(
+            session, tenant, embedder, settings=Settings(term_index_max_rows=0), clock=clock, counted_now=True
         )
-        result = await MemoryService(replace(ctx, scope_sizes=ScopeSizes())).recall(
-            RecallInput(user_id=USER, query=query, token_budget=400)
-        )
+        result = await service.recall(RecallInput(user_id=USER, query=query, token_budget=400))
         await session.rollback()  # its reinforcement too: the next recall sees the same salience
         return result
 

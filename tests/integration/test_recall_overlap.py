@@ -12,11 +12,9 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from app.context import RequestContext
 from app.db.session import set_tenant
 from app.embeddings import EmbeddingError, HashEmbedder
 from app.embeddings.base import EmbedderWrapper
-from app.lib.clock import SystemClock
 from app.lib.settings import Settings
 from app.memory.models import RecallInput
 from app.memory.service import MemoryService
@@ -24,6 +22,7 @@ from app.store.bm25 import TextStats
 from app.store.plan import ScopeSizes
 from app.tenancy.types import TenantId
 from tests.conftest import Api
+from tests.support.contexts import memory_service
 from tests.support.statements import statements_sent
 
 # The statement that counts BM25's statistics over a scope (`Shape.text_stats`).
@@ -55,15 +54,10 @@ class FailsAfterAWhile(EmbedderWrapper):
 
 
 def service(session: AsyncSession, tenant: TenantId, embedder: EmbedderWrapper) -> MemoryService:
-    ctx = RequestContext.build(
-        session,
-        tenant,
-        "test",
-        embedder=embedder,
-        settings=Settings(term_index_max_rows=0),
-        clock=SystemClock(),
+    # Nothing remembered: counted now.
+    return memory_service(
+        session, tenant, embedder, settings=Settings(term_index_max_rows=0), counted_now=True
     )
-    return MemoryService(replace(ctx, scope_sizes=ScopeSizes()))  # nothing remembered: counted now
 
 
 async def test_the_statistics_are_read_while_the_query_is_embedded(api: Api, app_engine: AsyncEngine) -> None:

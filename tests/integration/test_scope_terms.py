@@ -9,27 +9,26 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from app.context import RequestContext
 from app.db.session import set_tenant
 from app.embeddings import HashEmbedder
 from app.embeddings.base import EmbedderWrapper
 from app.lib.clock import FrozenClock, SystemClock
 from app.lib.settings import Settings
 from app.memory.models import RecallInput, RecallResult, RememberInput
-from app.memory.service import MemoryService
-from app.store.candidates import CandidateQuery, KeywordScores, RecallStore, or_tsquery
+from app.store import Store
+from app.store.candidates import CandidateQuery, KeywordScores, or_tsquery
 from app.store.terms import TermIndex, TextHalf
 from app.tenancy.types import TenantId
 from app.vocabulary import Moment, Reach, Scope
 from tests.conftest import Api
 from tests.integration.test_passages import FILLER, NEEDLE, QUESTION, long_text
+from tests.support.contexts import memory_service
 from tests.support.statements import statements_sent
 
 USER = "reader"
@@ -63,11 +62,11 @@ def _same(sql: KeywordScores, indexed: TextHalf) -> None:
 
 async def _both(session: AsyncSession, tenant: TenantId, index: TermIndex, words: str) -> TextHalf:
     """The index's text half, checked against the statement's on the same rows."""
-    store, query = RecallStore(session, tenant), _query(tenant, words)
-    indexed = await store.text_half(index, query, 5000)
+    store, query = Store(session, tenant, "test"), _query(tenant, words)
+    indexed = await store.keywords.text_half(index, query, 5000)
     assert indexed is not None
-    assert indexed.stats == await store.text_stats(query.scope, query.now)
-    _same(await store.keyword_scores(query), indexed)
+    assert indexed.stats == await store.recall.text_stats(query.scope, query.now)
+    _same(await store.keywords.keyword_scores(query), indexed)
     return indexed
 
 
@@ -96,10 +95,10 @@ async def test_the_index_scores_as_the_statement_does_with_passages(
     # A past moment lists superseded rows too; the same units answer it.
     async with async_sessionmaker(app_engine)() as session, session.begin():
         await set_tenant(session, tenant)
-        store, query = RecallStore(session, tenant), _query(tenant, QUESTION, moment=Moment(past=True))
-        indexed = await store.text_half(index, query, 5000)
+        store, query = Store(session, tenant, "test"), _query(tenant, QUESTION, moment=Moment(past=True))
+        indexed = await store.keywords.text_half(index, query, 5000)
         assert indexed is not None
-        _same(await store.keyword_scores(query), indexed)
+        _same(await store.keywords.keyword_scores(query), indexed)
 
 
 async def test_writes_of_other_transactions_are_seen_by_the_next_recall(
@@ -148,10 +147,9 @@ async def test_the_recalls_own_uncommitted_changes_are_seen(api: Api, app_engine
     index = TermIndex()
     async with async_sessionmaker(app_engine)() as session, session.begin():
         await set_tenant(session, tenant)
-        ctx = RequestContext.build(
-            session, tenant, "test", embedder=HashEmbedder(), settings=Settings(), clock=SystemClock()
+        written = await memory_service(session, tenant, HashEmbedder()).remember(
+            RememberInput(user_id=USER, content=FILLER[2])
         )
-        written = await MemoryService(ctx).remember(RememberInput(user_id=USER, content=FILLER[2]))
         memory = written.memory.id
         assert set((await _both(session, tenant, index, "library zeppelin")).ranks) == {memory}
         update = "UPDATE memories SET {} WHERE id = :id"
@@ -184,12 +182,12 @@ async def test_a_scope_past_the_limit_is_left_to_the_statement(api: Api, app_eng
     await _remember_all(api, FILLER[:3])
     async with async_sessionmaker(app_engine)() as session, session.begin():
         await set_tenant(session, tenant)
-        store, index = RecallStore(session, tenant), TermIndex()
-        assert await store.text_half(index, _query(tenant, "garden library"), 2) is None
+        store, index = Store(session, tenant, "test"), TermIndex()
+        assert await store.keywords.text_half(index, _query(tenant, "garden library"), 2) is None
         assert index.units == 0  # nothing was read
-        assert await store.text_half(index, _query(tenant, "garden library"), 3) is not None
+        assert await store.keywords.text_half(index, _query(tenant, "garden library"), 3) is not None
         assert index.units == 3
-        assert await store.text_half(index, _query(tenant, "garden library"), 2) is None
+        assert await store.keywords.text_half(index, _query(tenant, "garden library"), 2) is None
         assert index.units == 0  # grown past the limit: its units are let go
 
 
@@ -203,18 +201,8 @@ async def _recall(
 ) -> Any:
     async with async_sessionmaker(engine)() as session, session.begin():
         await set_tenant(session, tenant)
-        ctx = RequestContext.build(
-            session,
-            tenant,
-            "test",
-            embedder=HashEmbedder(),
-            settings=settings,
-            clock=clock,
-            terms=terms,
-        )
-        result: RecallResult = await MemoryService(ctx).recall(
-            RecallInput(user_id=USER, query=query, token_budget=400)
-        )
+        service = memory_service(session, tenant, HashEmbedder(), settings=settings, clock=clock, terms=terms)
+        result: RecallResult = await service.recall(RecallInput(user_id=USER, query=query, token_budget=400))
         await session.rollback()  # its reinforcement too
         return (
             result.context,
@@ -246,9 +234,9 @@ async def test_a_scope_is_read_a_bounded_piece_at_a_time(api: Api, app_engine: A
     index, words = TermIndex(), "garden library train podcast"
     async with async_sessionmaker(app_engine)() as session, session.begin():
         await set_tenant(session, tenant)
-        store, query = RecallStore(session, tenant), _query(tenant, words)
+        store, query = Store(session, tenant, "test"), _query(tenant, words)
         pieces = 0
-        while await store.text_half(index, query, 5000, budget=40) is None:
+        while await store.keywords.text_half(index, query, 5000, budget=40) is None:
             pieces += 1
             assert pieces < len(FILLER)
         assert 2 <= pieces < len(FILLER)  # a couple of rows a recall
@@ -306,16 +294,8 @@ async def test_the_listing_is_read_while_the_query_is_embedded(api: Api, app_eng
     index.wanted(Scope(tenant, USER, None, Reach.WITH_GLOBAL))  # recalled before: worth indexing
     async with async_sessionmaker(app_engine)() as session, session.begin():
         await set_tenant(session, tenant)
-        ctx = RequestContext.build(
-            session,
-            tenant,
-            "test",
-            embedder=model,
-            settings=Settings(),
-            clock=SystemClock(),
-        )
         with statements_sent(app_engine, each=listing):
-            result = await MemoryService(replace(ctx, terms=index)).recall(
+            result = await memory_service(session, tenant, model, terms=index).recall(
                 RecallInput(user_id=USER, query="Which evenings does the library keep late hours?")
             )
     assert model.listed_first
