@@ -159,9 +159,10 @@ class Recaller:
     async def _plan(
         self, scope: Scope, tsquery: str | None, now: datetime, moment: Moment, embedded: asyncio.Event
     ) -> _Plan:
-        """What the candidate statement is built for: the scope, its plan, BM25's statistics and, if a
-        remote model is still embedding the query once they are read, the text half itself
-        (`KeywordReads.keyword_scores`; beside a local model it would compete for the same cores)."""
+        """What the candidate statement is built for: the scope, its plan, BM25's statistics and the text
+        half, from the index of the scope's terms where it answers (`_indexed`). Else the statistics are
+        counted and, if a remote model is still embedding the query once they are read, the text half is
+        read too (`KeywordReads.keyword_scores`; beside a local model it would compete for the cores)."""
         ctx, settings = self.ctx, self.ctx.settings
         if tsquery and settings.term_index_max_rows > 0 and ctx.terms.wanted(scope):
             indexed = await self._indexed(scope, tsquery, now, moment)
