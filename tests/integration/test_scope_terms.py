@@ -23,6 +23,7 @@ from app.lib.settings import Settings
 from app.memory.models import RecallInput, RecallResult, RememberInput
 from app.store import Store
 from app.store.candidates import CandidateQuery, KeywordScores, or_tsquery
+from app.store.sql import use_hnsw_scan
 from app.store.terms import TermIndex, TextHalf
 from app.tenancy.types import TenantId
 from app.vocabulary import Moment, Reach, Scope
@@ -189,6 +190,34 @@ async def test_a_scope_past_the_limit_is_left_to_the_statement(api: Api, app_eng
         assert index.units == 3
         assert await store.keywords.text_half(index, _query(tenant, "garden library"), 2) is None
         assert index.units == 0  # grown past the limit: its units are let go
+
+
+async def _plans(session: AsyncSession) -> str:
+    return str((await session.execute(text("SELECT current_setting('plan_cache_mode')"))).scalar_one())
+
+
+async def test_only_a_scope_the_index_answers_runs_on_generic_plans(
+    api: Api, app_engine: AsyncEngine
+) -> None:
+    """The listing that lets the index answer also lets the candidate statement run on the plan its
+    connection made once; a scope left to the statement, an HNSW scan and the next transaction are
+    planned as PostgreSQL chooses."""
+    tenant = TenantId(api.tenant_id)
+    await _remember_all(api, FILLER[:3])
+    async with async_sessionmaker(app_engine)() as session, session.begin():
+        await set_tenant(session, tenant)
+        store, index = Store(session, tenant, "test"), TermIndex()
+        assert await _plans(session) == "auto"
+        assert await store.keywords.text_half(index, _query(tenant, "garden library"), 2) is None
+        assert await _plans(session) == "auto"
+        assert await store.keywords.text_half(index, _query(tenant, "garden library"), 3) is not None
+        assert await _plans(session) == "force_generic_plan"
+        await use_hnsw_scan(session, 40)
+        assert await _plans(session) == "auto"
+        assert await store.keywords.text_half(index, _query(tenant, "garden library"), 3) is not None
+        assert await _plans(session) == "force_generic_plan"
+    async with async_sessionmaker(app_engine)() as session, session.begin():
+        assert await _plans(session) == "auto"
 
 
 async def _recall(
