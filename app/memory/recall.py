@@ -194,7 +194,9 @@ class Recaller:
         match); None when the scope is larger than `term_index_max_rows` or not all read yet."""
         ctx, settings = self.ctx, self.ctx.settings
         query = self._query(_Plan(scope, tsquery, False, 0, None), (), now, moment)
-        half = await ctx.store.keywords.text_half(ctx.terms, query, settings.term_index_max_rows)
+        half = await ctx.store.keywords.text_half(
+            ctx.terms, query, settings.term_index_max_rows, settings.term_index_read_tokens
+        )
         if half is None:
             return None
         use_index, size = False, half.listed

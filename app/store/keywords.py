@@ -57,7 +57,7 @@ class KeywordReads:
         )
 
     async def text_half(
-        self, index: TermIndex, query: CandidateQuery, max_rows: int, budget: int = 2000
+        self, index: TermIndex, query: CandidateQuery, max_rows: int, budget: int
     ) -> TextHalf | None:
         """The text half, with the scope's size and statistics, from the process's index of the scope's
         terms (app/store/terms.py). One statement confirms the scope is as the index last listed it,

@@ -42,6 +42,7 @@ QUERIES = (
 )
 LISTING = "AS fingerprint FROM memories"  # the index's listing statement
 TERMS = "unnest(m.content_tsv)"  # the statement reading rows' terms
+READ = Settings().term_index_read_tokens  # content tokens read into the index a recall
 
 
 def _query(tenant: TenantId, words: str, *, k: int = 5, moment: Moment | None = None) -> CandidateQuery:
@@ -64,7 +65,7 @@ def _same(sql: KeywordScores, indexed: TextHalf) -> None:
 async def _both(session: AsyncSession, tenant: TenantId, index: TermIndex, words: str) -> TextHalf:
     """The index's text half, checked against the statement's on the same rows."""
     store, query = Store(session, tenant, "test"), _query(tenant, words)
-    indexed = await store.keywords.text_half(index, query, 5000)
+    indexed = await store.keywords.text_half(index, query, 5000, READ)
     assert indexed is not None
     assert indexed.stats == await store.recall.text_stats(query.scope, query.now)
     _same(await store.keywords.keyword_scores(query), indexed)
@@ -97,7 +98,7 @@ async def test_the_index_scores_as_the_statement_does_with_passages(
     async with async_sessionmaker(app_engine)() as session, session.begin():
         await set_tenant(session, tenant)
         store, query = Store(session, tenant, "test"), _query(tenant, QUESTION, moment=Moment(past=True))
-        indexed = await store.keywords.text_half(index, query, 5000)
+        indexed = await store.keywords.text_half(index, query, 5000, READ)
         assert indexed is not None
         _same(await store.keywords.keyword_scores(query), indexed)
 
@@ -184,11 +185,11 @@ async def test_a_scope_past_the_limit_is_left_to_the_statement(api: Api, app_eng
     async with async_sessionmaker(app_engine)() as session, session.begin():
         await set_tenant(session, tenant)
         store, index = Store(session, tenant, "test"), TermIndex()
-        assert await store.keywords.text_half(index, _query(tenant, "garden library"), 2) is None
+        assert await store.keywords.text_half(index, _query(tenant, "garden library"), 2, READ) is None
         assert index.units == 0  # nothing was read
-        assert await store.keywords.text_half(index, _query(tenant, "garden library"), 3) is not None
+        assert await store.keywords.text_half(index, _query(tenant, "garden library"), 3, READ) is not None
         assert index.units == 3
-        assert await store.keywords.text_half(index, _query(tenant, "garden library"), 2) is None
+        assert await store.keywords.text_half(index, _query(tenant, "garden library"), 2, READ) is None
         assert index.units == 0  # grown past the limit: its units are let go
 
 
@@ -208,13 +209,13 @@ async def test_only_a_scope_the_index_answers_runs_on_generic_plans(
         await set_tenant(session, tenant)
         store, index = Store(session, tenant, "test"), TermIndex()
         assert await _plans(session) == "auto"
-        assert await store.keywords.text_half(index, _query(tenant, "garden library"), 2) is None
+        assert await store.keywords.text_half(index, _query(tenant, "garden library"), 2, READ) is None
         assert await _plans(session) == "auto"
-        assert await store.keywords.text_half(index, _query(tenant, "garden library"), 3) is not None
+        assert await store.keywords.text_half(index, _query(tenant, "garden library"), 3, READ) is not None
         assert await _plans(session) == "force_generic_plan"
         await use_hnsw_scan(session, 40)
         assert await _plans(session) == "auto"
-        assert await store.keywords.text_half(index, _query(tenant, "garden library"), 3) is not None
+        assert await store.keywords.text_half(index, _query(tenant, "garden library"), 3, READ) is not None
         assert await _plans(session) == "force_generic_plan"
     async with async_sessionmaker(app_engine)() as session, session.begin():
         assert await _plans(session) == "auto"
@@ -265,7 +266,7 @@ async def test_a_scope_is_read_a_bounded_piece_at_a_time(api: Api, app_engine: A
         await set_tenant(session, tenant)
         store, query = Store(session, tenant, "test"), _query(tenant, words)
         pieces = 0
-        while await store.keywords.text_half(index, query, 5000, budget=40) is None:
+        while await store.keywords.text_half(index, query, 5000, 40) is None:
             pieces += 1
             assert pieces < len(FILLER)
         assert 2 <= pieces < len(FILLER)  # a couple of rows a recall
