@@ -230,9 +230,11 @@ def term_listing(rows: str) -> str:
     row's id and fingerprint only when the two differ from what the index last saw (`:known_rows`,
     `:known_total`); and the query's lexemes as the text half stems them.
 
-    Where the index can answer (fewer than `:cap` rows), the statement also sets the transaction's later
-    prepared statements to run on the plan each connection made once (`plan_cache_mode`): the candidate
-    statement that follows then loads the index's ids and the cosine half without being planned again.
+    For a scope within the index's limit (fewer than `:cap` rows), the statement also sets the
+    transaction's later prepared statements to run on the plan each connection made once
+    (`plan_cache_mode`): the candidate statement that follows then loads the index's ids and the cosine
+    half without being planned again (or, while the scope's rows are still being read into the index,
+    computes the text half itself, on its generic plan too).
     PostgreSQL's own choice planned it anew for every recall of a scope smaller than the table's average
     (a generic estimate above the custom ones), 1.4-2.1 ms of a 3.5 ms statement on BEAM, and a round
     trip of its own to say so cost 0.4 ms (docs/RANKING.md)."""
