@@ -230,6 +230,7 @@ async def _close(services: Services, *, owns_embedder: bool, owns_chat: bool) ->
     if owns_chat and services.chat is not None:
         await services.chat.aclose()
         services.chat = None
+    services.terms.stop_reading()  # reads into the term index run on spare connections
     if services.spare is not None:
         await services.spare.dispose()
     if services.limiter is not None:

@@ -150,9 +150,11 @@ class Settings(BaseSettings):
     # Recall's text half from the process's index of each scope's terms (app/store/terms.py) for scopes
     # of up to this many rows (0: always in SQL); the index holds at most term_index_units units (a
     # memory, or a passage of a long one; ~0.8-1.4 kB each on the development sets) over all scopes, the
-    # least recently recalled dropped first. A scope's rows are read into it up to term_index_read_tokens
-    # content tokens a recall (until all are, the statement answers): 2,000 left BEAM's long-turn scopes
-    # (~266k tokens) to the statement for a third of their recalls in the quality bench (docs/RANKING.md).
+    # least recently recalled dropped first. A scope's rows are read into it on a spare connection apart
+    # from the recall when one is free (all of them, term_index_read_tokens content tokens a statement),
+    # else by the recall itself, up to term_index_read_tokens content tokens (until all are read, the
+    # statement answers): 2,000 left BEAM's long-turn scopes (~266k tokens) to the statement for a third
+    # of their recalls in the quality bench (docs/RANKING.md).
     term_index_max_rows: int = Field(default=5000, ge=0)
     term_index_units: int = Field(default=50_000, ge=0)
     term_index_read_tokens: int = Field(default=16_000, ge=1)

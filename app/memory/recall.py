@@ -195,7 +195,7 @@ class Recaller:
         ctx, settings = self.ctx, self.ctx.settings
         query = self._query(_Plan(scope, tsquery, False, 0, None), (), now, moment)
         half = await ctx.store.keywords.text_half(
-            ctx.terms, query, settings.term_index_max_rows, settings.term_index_read_tokens
+            ctx.terms, query, settings.term_index_max_rows, settings.term_index_read_tokens, ctx.spare
         )
         if half is None:
             return None

@@ -10,13 +10,15 @@ import uuid
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.db.spare import SpareReads, sees_same_rows
 from app.store.candidate_sql import UNIT_TERMS, term_listing
 from app.store.candidates import CandidateQuery, KeywordScores, RecallStore
 from app.store.moments import moment_params
 from app.store.scope import scope_params
 from app.store.sql import statement
-from app.store.terms import MemoryTerms, TermIndex, TextHalf, UnitTerms
+from app.store.terms import MemoryTerms, ScopeTerms, TermIndex, TextHalf, UnitTerms
 from app.tenancy.types import TenantId
+from app.vocabulary import Scope
 
 
 class KeywordReads:
@@ -57,13 +59,19 @@ class KeywordReads:
         )
 
     async def text_half(
-        self, index: TermIndex, query: CandidateQuery, max_rows: int, budget: int
+        self,
+        index: TermIndex,
+        query: CandidateQuery,
+        max_rows: int,
+        budget: int,
+        spare: SpareReads | None = None,
     ) -> TextHalf | None:
         """The text half, with the scope's size and statistics, from the process's index of the scope's
         terms (app/store/terms.py). One statement confirms the scope is as the index last listed it,
-        or lists it; a second reads the terms of rows not indexed yet (or changed since), up to `budget`
-        content tokens of them. None: the scope has more than `max_rows` rows (its index is let go), or
-        rows are left to read (by the next recall: a scope is indexed a bounded piece at a time)."""
+        or lists it; the terms of rows not indexed yet (or changed since) are read on a `spare`
+        connection apart from the recall, all of them, a piece of `budget` content tokens a statement;
+        with none free (or none given) this recall reads one piece itself. None: the scope has more
+        than `max_rows` rows (its index is let go), or rows are left to read (the statement answers)."""
         assert query.tsquery
         terms = index.scope(query.scope)
         known = terms.listed  # what this recall's statement compares with, whatever others do meanwhile
@@ -85,22 +93,59 @@ class KeywordReads:
             ids, fingerprints = row.ids or [], row.fingerprints or []
             missing = terms.missing(ids, fingerprints)
             if missing:
-                read = await self._unit_terms(missing, budget)
+                key = query.scope
+                if index.reading(key) or self._read_apart(index, key, terms, missing, budget, spare):
+                    return None  # read apart: the statement answers meanwhile
+                read = await read_unit_terms(self.session, self.tenant, missing, budget)
                 index.add(query.scope, terms, read)
                 if len(read) < len(missing):
                     return None
             listed = terms.list(ids, int(row.total))
         return terms.score(listed, row.lexemes or (), k=query.k, k1=query.k1, b=query.b)
 
-    async def _unit_terms(self, ids: list[uuid.UUID], budget: int) -> list[MemoryTerms]:
-        """The fingerprint, content hash and units' terms (its passages', or its own) of the first of
-        these memories (by id) that fit in `budget` content tokens, at least one."""
-        params = {"tenant": self.tenant, "ids": ids, "budget": budget}
-        rows = (await self.session.execute(statement(UNIT_TERMS), params)).all()
-        read: dict[uuid.UUID, tuple[int, str]] = {}
-        units: dict[uuid.UUID, list[UnitTerms]] = {}
-        for row in rows:
-            if row.ordinal is None:
-                read[row.id] = (int(row.fingerprint), row.content_hash)
-            units.setdefault(row.id, []).append((row.ordinal, row.lexemes or (), row.counts or ()))
-        return [(memory, *known, units[memory]) for memory, known in read.items()]
+    def _read_apart(
+        self,
+        index: TermIndex,
+        key: Scope,
+        terms: ScopeTerms,
+        missing: list[uuid.UUID],
+        budget: int,
+        spare: SpareReads | None,
+    ) -> bool:
+        """Start reading `missing` into the scope's index on a spare connection; False when there is
+        none free (or the request wrote rows another connection cannot see yet)."""
+        if spare is None or not sees_same_rows(self.session):
+            return False
+        tenant = self.tenant
+
+        async def read(session: AsyncSession) -> None:
+            left = missing
+            while left and index.holds(key, terms):  # replaced meanwhile: its successor reads afresh
+                read = await read_unit_terms(session, tenant, left, budget)
+                if not read:  # the rest are gone
+                    return
+                index.add(key, terms, read)
+                done = {memory for memory, *_ in read}
+                left = [memory for memory in left if memory not in done]
+
+        task = spare.start(tenant, read)
+        if task is None:
+            return False
+        index.read_apart(key, task)
+        return True
+
+
+async def read_unit_terms(
+    session: AsyncSession, tenant: TenantId, ids: list[uuid.UUID], budget: int
+) -> list[MemoryTerms]:
+    """The fingerprint, content hash and units' terms (its passages', or its own) of the first of
+    these memories (by id) that fit in `budget` content tokens, at least one."""
+    params = {"tenant": tenant, "ids": ids, "budget": budget}
+    rows = (await session.execute(statement(UNIT_TERMS), params)).all()
+    read: dict[uuid.UUID, tuple[int, str]] = {}
+    units: dict[uuid.UUID, list[UnitTerms]] = {}
+    for row in rows:
+        if row.ordinal is None:
+            read[row.id] = (int(row.fingerprint), row.content_hash)
+        units.setdefault(row.id, []).append((row.ordinal, row.lexemes or (), row.counts or ()))
+    return [(memory, *known, units[memory]) for memory, known in read.items()]

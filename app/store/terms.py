@@ -12,8 +12,10 @@ Nothing is trusted that the scope does not confirm. Each recall's first statemen
 is embedded, in place of BM25's statistics statement) counts the scope's rows and sums their
 fingerprints (a hash of what a row's terms derive from: its version, its content hash, its subject), and
 lists every row's id and fingerprint only when the two differ from the index's last listing (`Listed`).
-Rows not read yet, or read with another fingerprint, have their terms read, a bounded piece a recall
-(until a scope is all read, the statement answers); rows no longer listed are not live. N, the mean
+Rows not read yet, or read with another fingerprint, have their terms read (until a scope is all read,
+the statement answers): on a spare connection apart from the recall when one is free, all of them a
+bounded piece a statement, one read a scope at a time; else by the recall itself, a bounded piece a
+recall. Rows no longer listed are not live. N, the mean
 length, df and every unit's BM25 then come from the listed rows alone, by the SQL's operations in the
 SQL's order (`ScopeTerms.score`), so the scores are the statement's to the bit and, for a scope of at
 most `keyword_max_matches` rows (the statement's cap on matches never binds, its statistics are never
@@ -29,6 +31,7 @@ tenant's row-level security like every other read, and the index is keyed by sco
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 import uuid
@@ -40,8 +43,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from app.lib.logging import get_logger
 from app.store.bm25 import TextStats
 from app.vocabulary import Scope
+
+log = get_logger("engram.terms")
 
 # (memory id, the fingerprint it was read with, its content hash, its units: (ordinal or None for the
 # memory itself, lexemes, their position counts))
@@ -252,6 +258,7 @@ class TermIndex:
         self._remember = remember
         self._large: dict[Scope, float] = {}
         self._large_ttl = large_ttl_s
+        self._reading: dict[Scope, asyncio.Task[None]] = {}  # scopes being read apart from recalls
 
     def wanted(self, key: Scope) -> bool:
         """Whether a recall of the scope should go through the index: it has one, or the scope was
@@ -298,6 +305,44 @@ class TermIndex:
             _, dropped = self._scopes.popitem(last=False)
             self._units -= dropped.units
 
+    def holds(self, key: Scope, terms: ScopeTerms) -> bool:
+        """Whether `terms` is still the scope's index (not replaced or dropped since it was taken)."""
+        return self._scopes.get(key) is terms
+
+    def reading(self, key: Scope) -> bool:
+        """Whether the scope's rows are being read into the index apart from any recall."""
+        task = self._reading.get(key)
+        if task is None:
+            return False
+        if task.done() or task.get_loop() is not asyncio.get_running_loop():  # a loop closed since
+            del self._reading[key]
+            return False
+        return True
+
+    def read_apart(self, key: Scope, task: asyncio.Task[None]) -> None:
+        """Note `task` as the one reading the scope's rows into the index (until it ends)."""
+        self._reading[key] = task
+        task.add_done_callback(lambda done: self._read(key, done))
+
+    def _read(self, key: Scope, task: asyncio.Task[None]) -> None:
+        if self._reading.get(key) is task:
+            del self._reading[key]
+        if not task.cancelled() and (error := task.exception()) is not None:
+            log.warning("term_index_read_failed", error=type(error).__name__)
+
+    async def settled(self) -> None:
+        """Wait until no scope is being read apart (every read started so far has ended)."""
+        loop = asyncio.get_running_loop()
+        while tasks := [t for t in self._reading.values() if t.get_loop() is loop and not t.done()]:
+            await asyncio.wait(tasks)
+
+    def stop_reading(self) -> None:
+        """Cancel the reads apart (the process is stopping); what they read so far stays."""
+        for task in self._reading.values():
+            if not task.get_loop().is_closed():
+                task.cancel()
+        self._reading.clear()
+
     def too_large(self, key: Scope) -> None:
         """The scope has more rows than the index takes: its index is let go, and for a minute its
         recalls do not list it."""
@@ -309,6 +354,7 @@ class TermIndex:
         self._large[key] = time.monotonic()
 
     def clear(self) -> None:
+        self.stop_reading()
         self._scopes.clear()
         self._seen.clear()
         self._large.clear()

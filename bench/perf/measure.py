@@ -25,6 +25,7 @@ from app.memory.service import MemoryService
 from app.store.access import Reinforcements
 from app.store.candidates import CandidateQuery, RecallStore, or_tsquery
 from app.store.plan import PlanInput, use_hnsw
+from app.store.terms import TERM_INDEX
 from app.tenancy.types import TenantId
 from app.vocabulary import Reach, Scope
 from bench.perf.data import Scope as DataScope
@@ -178,6 +179,7 @@ async def served(
         yield service
     finally:
         await service.reinforcements.stop()
+        TERM_INDEX.stop_reading()  # the term index's reads apart use the spare connections
         if spare is not None:
             await spare.dispose()
         await engine.dispose()

@@ -8,14 +8,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.db.session import set_tenant
+from app.db.spare import SpareReads
 from app.embeddings import HashEmbedder
 from app.embeddings.base import EmbedderWrapper
 from app.lib.clock import FrozenClock, SystemClock
@@ -30,6 +32,7 @@ from app.vocabulary import Moment, Reach, Scope
 from tests.conftest import Api
 from tests.integration.test_passages import FILLER, NEEDLE, QUESTION, long_text
 from tests.support.contexts import memory_service
+from tests.support.database import TestDatabase
 from tests.support.statements import statements_sent
 
 USER = "reader"
@@ -272,6 +275,82 @@ async def test_a_scope_is_read_a_bounded_piece_at_a_time(api: Api, app_engine: A
         assert 2 <= pieces < len(FILLER)  # a couple of rows a recall
         assert index.units == len(FILLER)
         await _both(session, tenant, index, words)
+
+
+@pytest.fixture
+async def spare(database: TestDatabase) -> AsyncIterator[SpareReads]:
+    reads = SpareReads.connect(database.app_url, 2)
+    yield reads
+    await reads.dispose()
+
+
+async def _apart(
+    engine: AsyncEngine, tenant: TenantId, index: TermIndex, spare: SpareReads, words: str
+) -> None:
+    """A text half that finds rows not indexed yet: the statement's to answer, their reading started apart
+    (not on the request's connection)."""
+    async with async_sessionmaker(engine)() as session, session.begin():
+        await set_tenant(session, tenant)
+        query = _query(tenant, words)
+        with statements_sent(engine) as sent:
+            assert (
+                await Store(session, tenant, "test").keywords.text_half(index, query, 5000, 40, spare) is None
+            )
+        assert any(LISTING in s for s in sent)
+        assert not any(TERMS in s for s in sent)
+        assert index.reading(query.scope)
+
+
+async def test_a_scope_is_read_apart_from_the_recall_on_a_spare_connection(
+    api: Api, app_engine: AsyncEngine, spare: SpareReads
+) -> None:
+    """With a spare connection free, the rows not indexed yet are read there, every one of them a piece of
+    the budget at a time, while the recall that found them is answered by the statement; once read, the
+    index gives what the statement gives."""
+    tenant = TenantId(api.tenant_id)
+    await _remember_all(api, FILLER)  # ~20 tokens each: a couple of rows a piece of 40
+    index, words = TermIndex(), "garden library train podcast"
+    await _apart(app_engine, tenant, index, spare, words)
+    await _apart(app_engine, tenant, index, spare, words)  # one read a scope: the next recall waits for it
+    await index.settled()
+    assert not index.reading(_query(tenant, words).scope)
+    assert index.units == len(FILLER)  # each row read once
+    await _check(app_engine, tenant, index, words)
+
+
+async def test_tenants_read_apart_into_one_index_see_only_their_rows(
+    api: Api, other_api: Api, app_engine: AsyncEngine, spare: SpareReads
+) -> None:
+    index, words = TermIndex(), "garden library zeppelin hangar"
+    await _remember_all(api, FILLER)
+    await _remember_all(other_api, ["The zeppelin hangar opens at dawn"])
+    tenants = [TenantId(api.tenant_id), TenantId(other_api.tenant_id)]
+    for tenant in tenants:  # both read at once, each on a spare connection of its own
+        await _apart(app_engine, tenant, index, spare, words)
+    await index.settled()
+    mine, theirs = [await _check(app_engine, tenant, index, words) for tenant in tenants]
+    assert (mine.stats.rows, theirs.stats.rows) == (len(FILLER), 1)
+    assert not set(mine.ranks) & set(theirs.ranks)
+
+
+async def test_after_a_write_the_rows_are_read_in_the_transaction_that_sees_them(
+    api: Api, app_engine: AsyncEngine, spare: SpareReads
+) -> None:
+    """A spare connection cannot see what the request's transaction wrote: the recall reads its piece."""
+    tenant = TenantId(api.tenant_id)
+    index = TermIndex()
+    async with async_sessionmaker(app_engine)() as session, session.begin():
+        await set_tenant(session, tenant)
+        await memory_service(session, tenant, HashEmbedder()).remember(
+            RememberInput(user_id=USER, content=FILLER[2])
+        )
+        half = await Store(session, tenant, "test").keywords.text_half(
+            index, _query(tenant, "library"), 5000, READ, spare
+        )
+        assert half is not None
+        assert len(half.ranks) == 1
+        assert not index.reading(_query(tenant, "library").scope)
+        await session.rollback()
 
 
 async def test_a_passage_counts_only_where_its_memory_matches(api: Api, app_engine: AsyncEngine) -> None:
