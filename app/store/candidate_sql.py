@@ -208,13 +208,11 @@ class Shape:
                 FROM has"""
 
 
-# What a row's terms derive from (app/store/terms.py): its version, content and subject. A row changed
-# by another transaction has a new `xmin`; one changed by the transaction that wrote it, a new content
-# hash or subject (its passages are rebuilt with either).
+# A row's terms as of its last change (app/store/terms.py): its id hashed with its `terms_version`, which
+# every change of its content, subject or passages moves on (migration 0014), by whichever transaction.
+# Both are in ix_memories_scope_rows, so a scope is listed from that index alone.
 def _fingerprint(t: str) -> str:
-    return (
-        f"hashtextextended({t}.xmin::text || ' ' || {t}.content_hash || ' ' || coalesce({t}.subject, ''), 0)"
-    )
+    return f"uuid_hash_extended({t}.id, {t}.terms_version)"
 
 
 # A tsvector's lexemes and their position counts (1 without positions), in its order.

@@ -27,7 +27,7 @@ _TSV = "to_tsvector('english', coalesce(m.subject, '') || ' ' || {slice})"
 
 # A memory row's new version, nothing in it changed.
 _NEW_VERSION = text(
-    "UPDATE memories SET content_hash = content_hash WHERE tenant_id = :tenant AND id = ANY (:ids)"
+    "UPDATE memories SET terms_version = terms_version + 1 WHERE tenant_id = :tenant AND id = ANY (:ids)"
 )
 
 
@@ -54,8 +54,8 @@ class PassageStore:
         self, memory_ids: Sequence[uuid.UUID], passages: Sequence[NewPassage], embed_model: str
     ) -> None:
         """The passages of `memory_ids` become `passages` (none for a memory that has none now). Their
-        memories' rows get a new version, whether or not anything else of them changed: recall's index
-        of a scope's terms (app/store/terms.py) reads a memory's units again when its row changes."""
+        memories get a new `terms_version`, whether or not anything else of them changed: recall's index
+        of a scope's terms (app/store/terms.py) reads a memory's units again when that changes."""
         if memory_ids:
             await self.delete(memory_ids)
             await self.session.execute(_NEW_VERSION, {"tenant": self.tenant, "ids": list(memory_ids)})

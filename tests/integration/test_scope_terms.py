@@ -168,6 +168,20 @@ async def test_the_recalls_own_uncommitted_changes_are_seen(api: Api, app_engine
     assert not (await _check(app_engine, tenant, index, "library zeppelin hangar")).ranks  # as before
 
 
+async def test_passages_built_later_are_read_into_the_index(api: Api, app_engine: AsyncEngine) -> None:
+    """Re-embed building a long memory's passages changes nothing else of its row: its `terms_version`
+    moves on all the same, so the index reads its units again instead of ranking it whole."""
+    tenant = TenantId(api.tenant_id)
+    async with async_sessionmaker(app_engine)() as session, session.begin():
+        await set_tenant(session, tenant)
+        whole = memory_service(session, tenant, HashEmbedder(), settings=Settings(passage_tokens=0))
+        await whole.remember(RememberInput(user_id=USER, content=long_text(), type="episodic"))
+    index = TermIndex()
+    assert not (await _check(app_engine, tenant, index, QUESTION)).passages
+    assert (await api.post("/v1/reembed", {})).json() == {"reembedded": 1, "remaining": 0}
+    assert (await _check(app_engine, tenant, index, QUESTION)).passages
+
+
 async def test_tenants_sharing_an_index_never_see_each_others_rows(
     api: Api, other_api: Api, app_engine: AsyncEngine
 ) -> None:

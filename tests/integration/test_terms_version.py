@@ -1,0 +1,68 @@
+"""Migration 0014: `terms_version` moves on with every change to what a memory's terms derive from (its
+content, its subject, its passages) and with nothing else, so an update that was HOT stays HOT; the
+migration goes down and up again on a database that has rows."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
+
+from app.db.session import create_engine, set_tenant
+from app.tenancy.types import TenantId
+from tests.conftest import Api
+from tests.integration.test_migration_access import migrate, scratch  # noqa: F401 (the fixture)
+
+
+async def _updated(engine: AsyncEngine, tenant: TenantId, memory: str, change: str) -> int:
+    """The memory's `terms_version` after `change` (a SET list) is committed by its own transaction."""
+    async with async_sessionmaker(engine)() as session, session.begin():
+        await set_tenant(session, tenant)
+        if change:
+            await session.execute(text(f"UPDATE memories SET {change} WHERE id = :id"), {"id": memory})
+        version = await session.execute(
+            text("SELECT terms_version FROM memories WHERE id = :id"), {"id": memory}
+        )
+        return int(version.scalar_one())
+
+
+async def test_only_changes_to_the_terms_move_the_version_on(api: Api, app_engine: AsyncEngine) -> None:
+    tenant = TenantId(api.tenant_id)
+    memory = (await api.remember(user_id="u", content="The zeppelin hangar opens at dawn"))["memory"]["id"]
+    assert await _updated(app_engine, tenant, memory, "") == 0
+    assert await _updated(app_engine, tenant, memory, "importance = 0.9, tags = '{a}'") == 0
+    assert await _updated(app_engine, tenant, memory, "content = content") == 0  # the same words
+    assert await _updated(app_engine, tenant, memory, "content = 'The hangar opens at nine'") == 1
+    assert await _updated(app_engine, tenant, memory, "subject = 'hangar'") == 2
+    assert await _updated(app_engine, tenant, memory, "subject = NULL, content = 'Closed'") == 3
+    # Through the API: an edit of the content is a change of the terms.
+    await api.patch(f"/v1/memories/{memory}", {"content": "The hangar opens at ten"})
+    assert await _updated(app_engine, tenant, memory, "") == 4
+
+
+async def test_the_migration_goes_down_and_up_with_rows_in_place(scratch: str) -> None:  # noqa: F811
+    await migrate(scratch, "upgrade", "head")
+    engine = create_engine(scratch, pool_size=1, max_overflow=0)
+    tenant, memory = uuid.uuid4(), uuid.uuid4()
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(text("INSERT INTO tenants (id, name) VALUES (:t, 'migrated')"), {"t": tenant})
+            await conn.execute(
+                text(
+                    "INSERT INTO memories (tenant_id, id, user_id, type, content, status, importance, salience,"
+                    " confidence, privacy, source, content_hash) VALUES (:t, :m, 'u', 'fact', 'old', 'active',"
+                    " 0.5, 0.5, 1, 'private', 'api', 'h')"
+                ),
+                {"t": tenant, "m": memory},
+            )
+        await migrate(scratch, "downgrade", "0013_session_neighbours")
+        await migrate(scratch, "upgrade", "head")
+        async with engine.begin() as conn:
+            await conn.execute(text("UPDATE memories SET content = 'new' WHERE id = :m"), {"m": memory})
+            version = await conn.execute(
+                text("SELECT terms_version FROM memories WHERE id = :m"), {"m": memory}
+            )
+            assert version.scalar_one() == 1
+    finally:
+        await engine.dispose()
