@@ -35,7 +35,7 @@ class Directory:
     async def users(self, *, after: str | None, limit: int) -> list[Holding]:
         """User ids in order, after `after`; `limit + 1` rows so the caller knows whether more follow.
 
-        Grouped in the order of `ix_memories_scope` (tenant_id, user_id, ...), so a page reads its
+        Grouped in the order of `ix_memories_scope_rows` (tenant_id, user_id, ...), so a page reads its
         users' index entries and stops. A shared space's memories (user_id '', the least string) are
         no user's.
         """
