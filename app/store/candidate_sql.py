@@ -228,11 +228,12 @@ def term_listing(rows: str) -> str:
     row's id and fingerprint only when the two differ from what the index last saw (`:known_rows`,
     `:known_total`); and the query's lexemes as the text half stems them.
 
-    For a scope within the index's limit (fewer than `:cap` rows), the statement also sets the
-    transaction's later prepared statements to run on the plan each connection made once
-    (`plan_cache_mode`): the candidate statement that follows then loads the index's ids and the cosine
-    half without being planned again (or, while the scope's rows are still being read into the index,
-    computes the text half itself, on its generic plan too).
+    For a scope within the index's limit (fewer than `:cap` rows), and unless the operator chose a
+    `plan_cache_mode` other than `auto`, the statement also sets the transaction's later prepared
+    statements to run on the plan each connection made once (noting that it did, for
+    `sql.use_hnsw_scan` to undo): the candidate statement that follows then loads the index's ids and
+    the cosine half without being planned again (or, while the scope's rows are still being read into
+    the index, computes the text half itself, on its generic plan too).
     PostgreSQL's own choice planned it anew for every recall of a scope smaller than the table's average
     (a generic estimate above the custom ones), 1.4-2.1 ms of a 3.5 ms statement on BEAM, and a round
     trip of its own to say so cost 0.4 ms (docs/RANKING.md)."""
@@ -244,8 +245,9 @@ def term_listing(rows: str) -> str:
                 )
                 SELECT summary.n, summary.total, changed.ids, changed.fingerprints,
                        (SELECT tsvector_to_array(to_tsvector('english', :words))) AS lexemes,
-                       CASE WHEN summary.n < :cap
-                            THEN set_config('plan_cache_mode', 'force_generic_plan', true) END AS plans
+                       CASE WHEN summary.n < :cap AND current_setting('plan_cache_mode') = 'auto'
+                            THEN concat(set_config('plan_cache_mode', 'force_generic_plan', true),
+                                        set_config('engram.generic_plans', 'on', true)) END AS plans
                 FROM summary LEFT JOIN LATERAL (
                     SELECT array_agg(id) AS ids, array_agg(fingerprint) AS fingerprints FROM listed
                 ) changed ON summary.n <> :known_rows OR summary.total <> CAST(:known_total AS numeric)"""

@@ -72,12 +72,15 @@ def any_id(ids: Sequence[uuid.UUID]) -> Any:
 
 async def use_hnsw_scan(session: AsyncSession, ef_search: int) -> None:
     """Filtered HNSW keeps scanning until enough rows pass the scope filter (pgvector 0.8). Prepared
-    statements are planned as PostgreSQL chooses again (the term index's listing may have said
-    otherwise, app.store.candidate_sql.term_listing): an index scan's plan reads its `LIMIT`."""
+    statements are planned as PostgreSQL chooses again where the term index's listing said otherwise
+    (app.store.candidate_sql.term_listing, which does so only over `auto`): an index scan's plan reads
+    its `LIMIT`. An operator's own `plan_cache_mode` is left as it is."""
     await session.execute(
         text(
             "SELECT set_config('hnsw.iterative_scan', 'strict_order', true), "
-            "set_config('hnsw.ef_search', :ef, true), set_config('plan_cache_mode', 'auto', true)"
+            "set_config('hnsw.ef_search', :ef, true), "
+            "set_config('plan_cache_mode', CASE WHEN current_setting('engram.generic_plans', true) = 'on' "
+            "THEN 'auto' ELSE current_setting('plan_cache_mode') END, true)"
         ),
         {"ef": str(ef_search)},
     )

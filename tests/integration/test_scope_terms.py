@@ -238,6 +238,21 @@ async def test_only_a_scope_the_index_answers_runs_on_generic_plans(
         assert await _plans(session) == "auto"
 
 
+async def test_an_operators_plan_cache_mode_is_left_as_it_is(api: Api, app_engine: AsyncEngine) -> None:
+    """Where the operator chose how prepared statements are planned, neither the listing nor an HNSW scan
+    changes it."""
+    tenant = TenantId(api.tenant_id)
+    await _remember_all(api, FILLER[:3])
+    async with async_sessionmaker(app_engine)() as session, session.begin():
+        await set_tenant(session, tenant)
+        await session.execute(text("SET LOCAL plan_cache_mode = force_custom_plan"))
+        store, index = Store(session, tenant, "test"), TermIndex()
+        assert await store.keywords.text_half(index, _query(tenant, "garden library"), 3, READ) is not None
+        assert await _plans(session) == "force_custom_plan"
+        await use_hnsw_scan(session, 40)
+        assert await _plans(session) == "force_custom_plan"
+
+
 async def _recall(
     engine: AsyncEngine,
     tenant: TenantId,
