@@ -22,7 +22,7 @@ from tests.support.database import TestDatabase, test_database
 from tests.support.probe import install_probe, written_contents
 from tests.support.settings import test_settings
 
-pytest_plugins = ["tests.support.logsink", "pytester"]
+pytest_plugins = ["tests.support.logsink", "tests.support.migrations", "pytester"]
 
 
 @pytest.fixture(scope="session")

@@ -3,44 +3,19 @@ downgrade moves them back. Run on a scratch database of the test server, migrate
 
 from __future__ import annotations
 
-import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
-import pytest
-from alembic import command
-from sqlalchemy import make_url, text
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.db.migrate import alembic_config
 from app.db.session import create_engine
-from tests.support.database import TestDatabase
+from tests.support.migrations import migrate
 
 BEFORE = "0007_content_tokens"
 TENANT = uuid.UUID("8c1f0e52-3b0a-4c55-9d1e-2f6a7b8c9d01")
 USED, UNUSED = uuid.uuid4(), uuid.uuid4()
 WHEN = datetime(2026, 11, 2, 9, 30, tzinfo=UTC)
-
-
-@pytest.fixture
-async def scratch(database: TestDatabase, owner_engine: AsyncEngine) -> AsyncIterator[str]:
-    """The owner URL of a new, empty database on the test server."""
-    name = f"engram_migration_{uuid.uuid4().hex[:8]}"
-    async with owner_engine.connect() as conn:
-        await conn.execution_options(isolation_level="AUTOCOMMIT")
-        await conn.execute(text(f"CREATE DATABASE {name}"))
-    try:
-        yield make_url(database.owner_url).set(database=name).render_as_string(hide_password=False)
-    finally:
-        async with owner_engine.connect() as conn:
-            await conn.execution_options(isolation_level="AUTOCOMMIT")
-            await conn.execute(text(f"DROP DATABASE {name} WITH (FORCE)"))
-
-
-async def migrate(url: str, verb: str, revision: str) -> None:
-    """Alembic runs its own event loop: in a thread of its own."""
-    await asyncio.to_thread(getattr(command, verb), alembic_config(url), revision)
 
 
 async def in_tenant(engine: AsyncEngine) -> AsyncConnection:

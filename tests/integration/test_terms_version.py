@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 from app.db.session import create_engine, set_tenant
 from app.tenancy.types import TenantId
 from tests.conftest import Api
-from tests.integration.test_migration_access import migrate, scratch  # noqa: F401 (the fixture)
+from tests.support.migrations import migrate
 
 
 async def _updated(engine: AsyncEngine, tenant: TenantId, memory: str, change: str) -> int:
@@ -41,7 +41,7 @@ async def test_only_changes_to_the_terms_move_the_version_on(api: Api, app_engin
     assert await _updated(app_engine, tenant, memory, "") == 4
 
 
-async def test_the_migration_goes_down_and_up_with_rows_in_place(scratch: str) -> None:  # noqa: F811
+async def test_the_migration_goes_down_and_up_with_rows_in_place(scratch: str) -> None:
     await migrate(scratch, "upgrade", "head")
     engine = create_engine(scratch, pool_size=1, max_overflow=0)
     tenant, memory = uuid.uuid4(), uuid.uuid4()
