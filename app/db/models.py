@@ -31,6 +31,7 @@ from sqlalchemy import (
     inspect,
     literal_column,
     select,
+    text,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, column_property, mapped_column
@@ -165,9 +166,15 @@ class Memory(Base):
     # Tokens of the content as a context line shows it (app/memory/lines.py), set on every ORM write that
     # changes the content; NULL for rows written before migration 0007 (recall then counts the line).
     content_tokens: Mapped[int | None] = mapped_column(Integer)
-    # Changes to what the terms derive from (content, subject, passages): kept by a trigger and by
-    # passage rebuilds (migration 0014), read only by recall's listing of a scope (app/store/terms.py).
-    terms_version: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0", deferred=True)
+    # A new value from a sequence on every insert and every change to what the terms derive from
+    # (content, subject: a trigger; passages: their rebuild), migrations 0014-0015; read only by recall's
+    # listing of a scope (app/store/terms.py).
+    terms_version: Mapped[int] = mapped_column(
+        BigInteger,
+        nullable=False,
+        server_default=text("nextval('memories_terms_version_seq')"),
+        deferred=True,
+    )
     # Read with the memory, written apart (`MemoryRepository.record_access`): reinforcement updates a
     # narrow MemoryAccess row, never this one. Kept through flushes: nothing here writes them.
     access_count: Mapped[int] = column_property(

@@ -208,8 +208,9 @@ class Shape:
                 FROM has"""
 
 
-# A row's terms as of its last change (app/store/terms.py): its id hashed with its `terms_version`, which
-# every change of its content, subject or passages moves on (migration 0014), by whichever transaction.
+# A row's terms as of its last change (app/store/terms.py): its id hashed with its `terms_version`, a value
+# no earlier row had, drawn anew on every insert and every change of its content, subject or passages by
+# whichever transaction (migrations 0014-0015), so a row erased and imported again under its id differs.
 # Both are in ix_memories_scope_rows, so a scope is listed from that index alone.
 def _fingerprint(t: str) -> str:
     return f"uuid_hash_extended({t}.id, {t}.terms_version)"

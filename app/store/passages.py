@@ -27,7 +27,8 @@ _TSV = "to_tsvector('english', coalesce(m.subject, '') || ' ' || {slice})"
 
 # A memory row's new version, nothing in it changed.
 _NEW_VERSION = text(
-    "UPDATE memories SET terms_version = terms_version + 1 WHERE tenant_id = :tenant AND id = ANY (:ids)"
+    "UPDATE memories SET terms_version = nextval('memories_terms_version_seq') "
+    "WHERE tenant_id = :tenant AND id = ANY (:ids)"
 )
 
 

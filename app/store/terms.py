@@ -10,8 +10,8 @@ per scope, and a recall scores only the postings of the query's lexemes.
 
 Nothing is trusted that the scope does not confirm. Each recall's first statement (sent while the query
 is embedded, in place of BM25's statistics statement) counts the scope's rows and sums their
-fingerprints (its id hashed with its `terms_version`, which every change of its content, subject or
-passages moves on; both read from one index, not the rows), and
+fingerprints (its id hashed with its `terms_version`, drawn anew from a sequence on every insert and every
+change of its content, subject or passages; both read from one index, not the rows), and
 lists every row's id and fingerprint only when the two differ from the index's last listing (`Listed`).
 Rows not read yet, or read with another fingerprint, have their terms read (until a scope is all read,
 the statement answers): on a spare connection apart from the recall when one is free, all of them a

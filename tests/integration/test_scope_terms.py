@@ -144,6 +144,26 @@ async def test_writes_of_other_transactions_are_seen_by_the_next_recall(
     assert half.stats.rows == 3
 
 
+async def test_a_memory_erased_and_imported_again_under_its_id_is_read_again(
+    api: Api, app_engine: AsyncEngine
+) -> None:
+    """An import keeps a document's memory id when the tenant no longer holds it: after an erase, the same
+    id can come back with other words, and the index must not take it for the row it read."""
+    tenant = TenantId(api.tenant_id)
+    [memory] = await _remember_all(api, ["The zeppelin hangar opens at dawn"])
+    index = TermIndex()
+    assert set((await _check(app_engine, tenant, index, "zeppelin breakfast")).ranks) == {uuid.UUID(memory)}
+    document = (await api.get("/v1/export", user_id=USER)).json()
+    assert (await api.post(f"/v1/users/{USER}/erase", {})).status_code == 200
+    [exported] = document["memories"]
+    exported["content"] = "Breakfast is served at seven"
+    imported = await api.post("/v1/import", document)
+    assert imported.status_code == 200, imported.text
+    assert imported.json()["remapped"] == 0  # the same id
+    half = await _check(app_engine, tenant, index, "zeppelin breakfast")
+    assert set(half.ranks) == {uuid.UUID(memory)}
+
+
 async def test_the_recalls_own_uncommitted_changes_are_seen(api: Api, app_engine: AsyncEngine) -> None:
     """A row written and changed by one transaction keeps its version (`xmin`): the change is seen by
     what else the fingerprint holds, its subject and content hash."""

@@ -1,6 +1,6 @@
-"""Migration 0014: `terms_version` moves on with every change to what a memory's terms derive from (its
-content, its subject, its passages) and with nothing else, so an update that was HOT stays HOT; the
-migration goes down and up again on a database that has rows."""
+"""Migrations 0014-0015: `terms_version` takes a value no row had before on every insert and every change
+to what a memory's terms derive from (its content, its subject, its passages) and on nothing else, so an
+update that was HOT stays HOT; the migrations go down and up again on a database that has rows."""
 
 from __future__ import annotations
 
@@ -28,17 +28,25 @@ async def _updated(engine: AsyncEngine, tenant: TenantId, memory: str, change: s
 
 
 async def test_only_changes_to_the_terms_move_the_version_on(api: Api, app_engine: AsyncEngine) -> None:
+    """Each change of the content or subject gives the row a version no row had before; other updates
+    leave it."""
     tenant = TenantId(api.tenant_id)
     memory = (await api.remember(user_id="u", content="The zeppelin hangar opens at dawn"))["memory"]["id"]
-    assert await _updated(app_engine, tenant, memory, "") == 0
-    assert await _updated(app_engine, tenant, memory, "importance = 0.9, tags = '{a}'") == 0
-    assert await _updated(app_engine, tenant, memory, "content = content") == 0  # the same words
-    assert await _updated(app_engine, tenant, memory, "content = 'The hangar opens at nine'") == 1
-    assert await _updated(app_engine, tenant, memory, "subject = 'hangar'") == 2
-    assert await _updated(app_engine, tenant, memory, "subject = NULL, content = 'Closed'") == 3
+    seen = [await _updated(app_engine, tenant, memory, "")]
+    assert await _updated(app_engine, tenant, memory, "importance = 0.9, tags = '{a}'") == seen[-1]
+    assert await _updated(app_engine, tenant, memory, "content = content") == seen[-1]  # the same words
+    for change in (
+        "content = 'The hangar opens at nine'",
+        "subject = 'hangar'",
+        "subject = NULL, content = 'Closed'",
+    ):
+        seen.append(await _updated(app_engine, tenant, memory, change))
+        assert seen[-1] > max(seen[:-1])
     # Through the API: an edit of the content is a change of the terms.
     await api.patch(f"/v1/memories/{memory}", {"content": "The hangar opens at ten"})
-    assert await _updated(app_engine, tenant, memory, "") == 4
+    assert await _updated(app_engine, tenant, memory, "") > seen[-1]
+    other = (await api.remember(user_id="u", content="Breakfast is served at seven"))["memory"]["id"]
+    assert await _updated(app_engine, tenant, other, "") not in seen  # a new row: a version of its own
 
 
 async def test_the_migration_goes_down_and_up_with_rows_in_place(scratch: str) -> None:
@@ -59,10 +67,9 @@ async def test_the_migration_goes_down_and_up_with_rows_in_place(scratch: str) -
         await migrate(scratch, "downgrade", "0013_session_neighbours")
         await migrate(scratch, "upgrade", "head")
         async with engine.begin() as conn:
+            select = text("SELECT terms_version FROM memories WHERE id = :m")
+            before = (await conn.execute(select, {"m": memory})).scalar_one()
             await conn.execute(text("UPDATE memories SET content = 'new' WHERE id = :m"), {"m": memory})
-            version = await conn.execute(
-                text("SELECT terms_version FROM memories WHERE id = :m"), {"m": memory}
-            )
-            assert version.scalar_one() == 1
+            assert (await conn.execute(select, {"m": memory})).scalar_one() > before
     finally:
         await engine.dispose()
