@@ -8,15 +8,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from app.db.session import set_tenant
+from app.db.session import create_engine, set_tenant
 from app.db.spare import SpareReads
 from app.embeddings import HashEmbedder
 from app.embeddings.base import EmbedderWrapper
@@ -45,6 +45,7 @@ QUERIES = (
 )
 LISTING = "AS fingerprint FROM memories"  # the index's listing statement
 TERMS = "unnest(m.content_tsv)"  # the statement reading rows' terms
+T = TypeVar("T")
 READ = Settings().term_index_read_tokens  # content tokens read into the index a recall
 
 
@@ -327,10 +328,31 @@ async def test_a_scope_is_read_a_bounded_piece_at_a_time(api: Api, app_engine: A
 
 
 @pytest.fixture
-async def spare(database: TestDatabase) -> AsyncIterator[SpareReads]:
-    reads = SpareReads.connect(database.app_url, 2)
+async def spare(database: TestDatabase) -> AsyncIterator[HeldSpare]:
+    reads = HeldSpare(database.app_url, 2)
     yield reads
     await reads.dispose()
+
+
+class HeldSpare(SpareReads):
+    """Spare reads that start only once released (so a test sees a read still running, whatever the
+    machine's speed), counting those started."""
+
+    def __init__(self, url: str, connections: int) -> None:
+        super().__init__(create_engine(url, pool_size=connections, max_overflow=0), connections)
+        self.released = asyncio.Event()
+        self.started = 0
+
+    def start(
+        self, tenant: TenantId, read: Callable[[AsyncSession], Awaitable[T]]
+    ) -> asyncio.Task[T | None] | None:
+        async def held(session: AsyncSession) -> T:
+            await self.released.wait()
+            return await read(session)
+
+        task = super().start(tenant, held)
+        self.started += task is not None
+        return task
 
 
 async def _apart(
@@ -351,7 +373,7 @@ async def _apart(
 
 
 async def test_a_scope_is_read_apart_from_the_recall_on_a_spare_connection(
-    api: Api, app_engine: AsyncEngine, spare: SpareReads
+    api: Api, app_engine: AsyncEngine, spare: HeldSpare
 ) -> None:
     """With a spare connection free, the rows not indexed yet are read there, every one of them a piece of
     the budget at a time, while the recall that found them is answered by the statement; once read, the
@@ -361,6 +383,8 @@ async def test_a_scope_is_read_apart_from_the_recall_on_a_spare_connection(
     index, words = TermIndex(), "garden library train podcast"
     await _apart(app_engine, tenant, index, spare, words)
     await _apart(app_engine, tenant, index, spare, words)  # one read a scope: the next recall waits for it
+    assert spare.started == 1
+    spare.released.set()
     await index.settled()
     assert not index.reading(_query(tenant, words).scope)
     assert index.units == len(FILLER)  # each row read once
@@ -368,7 +392,7 @@ async def test_a_scope_is_read_apart_from_the_recall_on_a_spare_connection(
 
 
 async def test_tenants_read_apart_into_one_index_see_only_their_rows(
-    api: Api, other_api: Api, app_engine: AsyncEngine, spare: SpareReads
+    api: Api, other_api: Api, app_engine: AsyncEngine, spare: HeldSpare
 ) -> None:
     index, words = TermIndex(), "garden library zeppelin hangar"
     await _remember_all(api, FILLER)
@@ -376,6 +400,7 @@ async def test_tenants_read_apart_into_one_index_see_only_their_rows(
     tenants = [TenantId(api.tenant_id), TenantId(other_api.tenant_id)]
     for tenant in tenants:  # both read at once, each on a spare connection of its own
         await _apart(app_engine, tenant, index, spare, words)
+    spare.released.set()
     await index.settled()
     mine, theirs = [await _check(app_engine, tenant, index, words) for tenant in tenants]
     assert (mine.stats.rows, theirs.stats.rows) == (len(FILLER), 1)
@@ -383,7 +408,7 @@ async def test_tenants_read_apart_into_one_index_see_only_their_rows(
 
 
 async def test_after_a_write_the_rows_are_read_in_the_transaction_that_sees_them(
-    api: Api, app_engine: AsyncEngine, spare: SpareReads
+    api: Api, app_engine: AsyncEngine, spare: HeldSpare
 ) -> None:
     """A spare connection cannot see what the request's transaction wrote: the recall reads its piece."""
     tenant = TenantId(api.tenant_id)
