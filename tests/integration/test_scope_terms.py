@@ -8,15 +8,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from app.db.session import create_engine, set_tenant
+from app.db.session import set_tenant
 from app.db.spare import SpareReads
 from app.embeddings import HashEmbedder
 from app.embeddings.base import EmbedderWrapper
@@ -33,6 +33,7 @@ from tests.conftest import Api
 from tests.integration.test_passages import FILLER, NEEDLE, QUESTION, long_text
 from tests.support.contexts import memory_service
 from tests.support.database import TestDatabase
+from tests.support.spare import HeldSpare
 from tests.support.statements import statements_sent
 
 USER = "reader"
@@ -45,7 +46,6 @@ QUERIES = (
 )
 LISTING = "AS fingerprint FROM memories"  # the index's listing statement
 TERMS = "unnest(m.content_tsv)"  # the statement reading rows' terms
-T = TypeVar("T")
 READ = Settings().term_index_read_tokens  # content tokens read into the index a recall
 
 
@@ -332,27 +332,6 @@ async def spare(database: TestDatabase) -> AsyncIterator[HeldSpare]:
     reads = HeldSpare(database.app_url, 2)
     yield reads
     await reads.dispose()
-
-
-class HeldSpare(SpareReads):
-    """Spare reads that start only once released (so a test sees a read still running, whatever the
-    machine's speed), counting those started."""
-
-    def __init__(self, url: str, connections: int) -> None:
-        super().__init__(create_engine(url, pool_size=connections, max_overflow=0), connections)
-        self.released = asyncio.Event()
-        self.started = 0
-
-    def start(
-        self, tenant: TenantId, read: Callable[[AsyncSession], Awaitable[T]]
-    ) -> asyncio.Task[T | None] | None:
-        async def held(session: AsyncSession) -> T:
-            await self.released.wait()
-            return await read(session)
-
-        task = super().start(tenant, held)
-        self.started += task is not None
-        return task
 
 
 async def _apart(

@@ -4,8 +4,8 @@ the tenant's own rows, never after the transaction wrote, and never a wait for a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from app.context import RequestContext
 from app.db.session import create_engine, set_tenant
-from app.db.spare import SpareReads, checked_out
+from app.db.spare import SpareReads
 from app.embeddings.base import Embedder
 from app.embeddings.hashing import HashEmbedder
 from app.lib.clock import Clock, FrozenClock, SystemClock
@@ -25,9 +25,8 @@ from app.tenancy.types import TenantId
 from tests.conftest import Api
 from tests.integration.test_recall_keywords_ahead import AHEAD_MARK, SlowModel
 from tests.support.database import TestDatabase
+from tests.support.spare import CountingSpare
 from tests.support.statements import statements_sent
-
-T = TypeVar("T")
 
 FACTS = (
     "The zeppelin hangar is in Friedrichshafen",
@@ -39,22 +38,6 @@ FACTS = (
     "We deploy the hangar app with Kubernetes",
 )
 QUERIES = ("zeppelin hangar", "when does the tour start", "hangar canteen lunch", "Miso the cat", "fern")
-
-
-class CountingSpare(SpareReads):
-    """Spare reads that count the reads they took on."""
-
-    def __init__(self, url: str, connections: int, beside: AsyncEngine | None = None) -> None:
-        engine = create_engine(url, pool_size=connections, max_overflow=0)
-        super().__init__(engine, connections, None if beside is None else checked_out(beside))
-        self.started = 0
-
-    def start(
-        self, tenant: TenantId, read: Callable[[AsyncSession], Awaitable[T]]
-    ) -> asyncio.Task[T | None] | None:
-        task = super().start(tenant, read)
-        self.started += task is not None
-        return task
 
 
 @pytest.fixture
